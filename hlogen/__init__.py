@@ -1,0 +1,35 @@
+"""hlogen: the XLA client library for the StableHLO era.
+
+Build computations with XLA's operation semantics, emit StableHLO, run pass
+pipelines, and execute with jaxlib's PJRT client or the StableHLO reference
+interpreter:
+
+    import numpy as np
+    import hlogen as hg
+    from hlogen import ops
+
+    b = hg.Builder("matvec")
+    x = b.parameter(hg.f32[2, 3], "x")
+    v = b.parameter(hg.f32[3], "v")
+    comp = b.build(ops.add(x, v, broadcast_dimensions=[1]))
+    hg.compile(comp)(np.ones((2, 3), np.float32), np.arange(3, dtype=np.float32))
+"""
+from hlogen import ops, passes
+from hlogen.builder import Builder, Op
+from hlogen.computation import Computation, load
+from hlogen.errors import ExecutionError, HlogenError, InputError, ShapeError, UnsupportedError
+from hlogen.function import Function, function
+from hlogen.runtime import compile, interpret
+from hlogen.types import (ELEMENT_TYPES, ElementType, Shape, TokenShape, TupleShape, element_type,
+                          token, tuple_shape)
+from hlogen.types import (bf16, c64, c128, f8e4m3fn, f8e5m2, f16, f32, f64, pred, s4, s8, s16,
+                          s32, s64, u4, u8, u16, u32, u64)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Builder", "Op", "Computation", "Function", "load", "compile", "interpret", "function",
+    "ops", "passes", "HlogenError", "ShapeError", "InputError", "UnsupportedError",
+    "ExecutionError", "ELEMENT_TYPES", "ElementType", "Shape", "TupleShape", "TokenShape",
+    "element_type", "token", "tuple_shape", *ELEMENT_TYPES,
+]

@@ -1,0 +1,169 @@
+"""The one place that creates the MLIR context and registers dialects and passes.
+
+Everything else asks this module for the context, for MLIR types of hlogen
+shapes (cached: emission is on the hot path), for locations, and for dense
+attributes made from numpy arrays.
+"""
+from __future__ import annotations
+
+import os
+import re
+import sys
+import threading
+
+import numpy as np
+
+# XLA's INFO log lines are noise for users; read when jaxlib first loads.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
+
+from jaxlib.mlir import ir  # noqa: E402
+from jaxlib.mlir.dialects import chlo, stablehlo  # noqa: E402
+from jaxlib.mlir._mlir_libs import _jax_mlir_ext, _stablehlo  # noqa: E402
+
+from hlogen import types as T  # noqa: E402
+from hlogen.errors import HlogenError, ShapeError  # noqa: E402
+
+_lock = threading.Lock()
+_context: ir.Context | None = None
+_ir_types: dict = {}
+_locations: dict = {}
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def context() -> ir.Context:
+    """The process-wide MLIR context with the StableHLO, CHLO and func dialects."""
+    global _context
+    if _context is None:
+        with _lock:
+            if _context is None:
+                ctx = ir.Context()
+                registry = ir.DialectRegistry()
+                # A bare Context cannot create func.func or stablehlo ops: jaxlib's
+                # registry carries the dialects XLA understands.
+                _jax_mlir_ext.register_dialects(registry)
+                ctx.append_dialect_registry(registry)
+                ctx.load_all_available_dialects()
+                stablehlo.register_dialect(ctx)
+                chlo.register_dialect(ctx)
+                _stablehlo.register_stablehlo_passes()
+                _context = ctx
+    return _context
+
+
+def ir_type(shape) -> ir.Type:
+    """The MLIR type of an hlogen shape (tensor, tuple or token)."""
+    found = _ir_types.get(shape)
+    if found is None:
+        ctx = context()
+        if isinstance(shape, T.Shape):
+            found = ir.RankedTensorType.get(shape.dimensions, element_ir_type(shape.element_type),
+                                            loc=ir.Location.unknown(context=ctx))
+        elif isinstance(shape, T.TupleShape):
+            found = ir.TupleType.get_tuple([ir_type(s) for s in shape.elements], context=ctx)
+        elif isinstance(shape, T.TokenShape):
+            found = stablehlo.TokenType.get(context=ctx)
+        else:
+            raise ShapeError(f"expected a shape, got {shape!r}")
+        _ir_types[shape] = found
+    return found
+
+
+def element_ir_type(et: T.ElementType) -> ir.Type:
+    found = _ir_types.get(et)
+    if found is None:
+        found = _ir_types[et] = ir.Type.parse(et.mlir, context=context())
+    return found
+
+
+_TENSOR = re.compile(r"tensor<(?:([0-9x?]*)x)?([^<>]+(?:<[^<>]+>)?)>$")
+
+
+def shape_of_type(t: ir.Type):
+    """The hlogen shape of an MLIR type (the inverse of `ir_type`)."""
+    text = str(t)
+    if text == "!stablehlo.token":
+        return T.token
+    if text.startswith("tuple<"):
+        tt = ir.TupleType(t)
+        return T.TupleShape(tuple(shape_of_type(tt.get_type(i)) for i in range(tt.num_types)))
+    m = _TENSOR.match(text)
+    if m is None:
+        raise ShapeError(f"hlogen handles ranked tensors, tuples and tokens, not {text}")
+    dims = m.group(1)
+    if dims and "?" in dims:
+        raise ShapeError(f"dynamic dimensions are not supported: {text}")
+    return T.Shape(T.element_type_of_mlir(m.group(2)),
+                   tuple(int(d) for d in dims.split("x")) if dims else ())
+
+
+def location(filename: str, line: int) -> ir.Location:
+    key = (filename, line)
+    found = _locations.get(key)
+    if found is None:
+        found = _locations[key] = ir.Location.file(filename, line, 0, context=context())
+    return found
+
+
+def user_location() -> ir.Location:
+    """The location of the first caller outside the hlogen package: the user's line."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        frame = frame.f_back
+    if frame is None:
+        return ir.Location.unknown(context=context())
+    return location(frame.f_code.co_filename, frame.f_lineno)
+
+
+def dense_attr(array: np.ndarray, shape: T.Shape) -> ir.DenseElementsAttr:
+    """A DenseElementsAttr of `shape` holding `array` (a splat when all values are equal)."""
+    array = np.ascontiguousarray(array, dtype=shape.dtype)
+    flat = array.reshape(-1)
+    if flat.size > 1 and _all_equal(flat):
+        array = flat[:1]  # MLIR reads a one-element buffer as a splat of `shape`
+    return ir.DenseElementsAttr.get(array, type=element_ir_type(shape.element_type),
+                                    shape=shape.dimensions, context=context())
+
+
+def _all_equal(flat: np.ndarray) -> bool:
+    # Compare bit patterns, so that -0.0/+0.0 and different NaNs stay distinct.
+    bits = flat.view(np.uint8).reshape(flat.size, -1) if flat.dtype.itemsize else flat
+    return bool((bits == bits[0]).all())
+
+
+def diagnostics(error: ir.MLIRError) -> str:
+    """The messages of an MLIRError, one per line, with their locations."""
+    lines = []
+    for d in getattr(error, "error_diagnostics", []) or []:
+        lines.append(f"{d.location}: {d.message}")
+        lines.extend(f"  {n.location}: note: {n.message}" for n in d.notes)
+    return "\n".join(lines) or str(error)
+
+
+def run_pipeline(module: ir.Module, pipeline: str) -> None:
+    """Runs a textual MLIR pass pipeline on `module` in place."""
+    from jaxlib.mlir import passmanager
+    try:
+        pm = passmanager.PassManager.parse(pipeline, context=context())
+    except (ValueError, ir.MLIRError) as e:
+        raise HlogenError(f"invalid pass pipeline {pipeline!r}: {e}") from None
+    try:
+        pm.run(module.operation)
+    except ir.MLIRError as e:
+        raise HlogenError(f"pass pipeline {pipeline!r} failed:\n{diagnostics(e)}") from None
+
+
+class collected_diagnostics:
+    """Context manager collecting the context's error diagnostics as text lines."""
+
+    def __enter__(self) -> list[str]:
+        self.messages: list[str] = []
+
+        def handler(d):
+            self.messages.append(f"{d.location}: {d.message}")
+            return True  # handled: do not print to stderr
+
+        self._handler = context().attach_diagnostic_handler(handler)
+        return self.messages
+
+    def __exit__(self, *exc):
+        self._handler.detach()

@@ -1,0 +1,114 @@
+"""Helpers every op family uses: operand checks, attributes, broadcast emission."""
+from __future__ import annotations
+
+from jaxlib.mlir import ir
+
+from hlogen import mlir
+from hlogen import types as T
+from hlogen.builder import Op, same_builder
+from hlogen.errors import ShapeError
+
+# Kind sets the op tables use, named as the spec names the types.
+PRED, SIGNED, UNSIGNED, FLOAT, COMPLEX = T.PRED, T.SIGNED, T.UNSIGNED, T.FLOAT, T.COMPLEX
+INTEGER = frozenset({SIGNED, UNSIGNED})
+FLOATING = frozenset({FLOAT, COMPLEX})
+ARITHMETIC = INTEGER | FLOATING
+LOGICAL = INTEGER | {PRED}
+ANY = ARITHMETIC | {PRED}
+
+_KIND_WORDS = {PRED: "pred", SIGNED: "signed integer", UNSIGNED: "unsigned integer",
+               FLOAT: "floating-point", COMPLEX: "complex"}
+
+
+def describe_kinds(kinds) -> str:
+    return ", ".join(_KIND_WORDS[k] for k in (PRED, SIGNED, UNSIGNED, FLOAT, COMPLEX) if k in kinds)
+
+
+def array_operand(op_name: str, arg: str, operand) -> T.Shape:
+    """The array shape of `operand`; tuples and tokens are rejected with the op's name."""
+    if not isinstance(operand, Op):
+        raise ShapeError(f"{op_name}: {arg} must be an Op, got {type(operand).__name__} {operand!r}")
+    if not isinstance(operand.shape, T.Shape):
+        raise ShapeError(f"{op_name}: {arg} must be an array, got {operand.shape}")
+    return operand.shape
+
+
+def check_kind(op_name: str, arg: str, operand: Op, kinds) -> T.ElementType:
+    et = array_operand(op_name, arg, operand).element_type
+    if et.kind not in kinds:
+        raise ShapeError(f"{op_name}: {arg} has element type {et.name} ({operand.shape}); "
+                         f"{op_name} takes {describe_kinds(kinds)} types")
+    return et
+
+
+def as_operands(op_name: str, *values) -> list[Op]:
+    """Ops from `values`, where Python numbers become scalar constants of the element
+    type of the first Op among them (XLA: a number takes the other operand's type)."""
+    like = next((v for v in values if isinstance(v, Op)), None)
+    if like is None:
+        raise ShapeError(f"{op_name}: at least one operand must be an Op, got "
+                         f"{', '.join(type(v).__name__ for v in values)}")
+    et = array_operand(op_name, "operand", like).element_type
+    result = [v if isinstance(v, Op) else _scalar(op_name, like.builder, v, et) for v in values]
+    same_builder(op_name, *result)
+    return result
+
+
+def _scalar(op_name, builder, value, et) -> Op:
+    if not isinstance(value, (bool, int, float, complex)) and not (
+            hasattr(value, "dtype") and getattr(value, "shape", None) == ()):
+        raise ShapeError(f"{op_name}: operand must be an Op or a Python number, "
+                         f"got {type(value).__name__} {value!r}")
+    array = T.as_array(value, et, what=f"{op_name}: the number {value!r}")
+    return builder.constant(array)
+
+
+def same_element_type(op_name: str, *named) -> T.ElementType:
+    """The element type shared by the named operands ((name, Op) pairs)."""
+    ets = {o.shape.element_type for _, o in named}
+    if len(ets) > 1:
+        listed = ", ".join(f"{n}={o.shape}" for n, o in named)
+        raise ShapeError(f"{op_name}: operands must have the same element type, got {listed}")
+    return ets.pop()
+
+
+def check_dimension(op_name: str, arg: str, value, rank: int) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < rank:
+        raise ShapeError(f"{op_name}: {arg}={value!r} must be a dimension number in [0, {rank})")
+    return value
+
+
+def int_list(op_name: str, arg: str, values) -> tuple[int, ...]:
+    try:
+        result = tuple(values)
+    except TypeError:
+        raise ShapeError(f"{op_name}: {arg} must be a sequence of integers, got {values!r}") from None
+    for v in result:
+        if isinstance(v, bool) or not isinstance(v, int) and not hasattr(v, "__index__"):
+            raise ShapeError(f"{op_name}: {arg} must be a sequence of integers, got {values!r}")
+    return tuple(int(v) for v in result)
+
+
+# -- attributes -------------------------------------------------------------------------
+
+def i64_array(values) -> ir.Attribute:
+    return ir.DenseI64ArrayAttr.get(list(values), context=mlir.context())
+
+
+def int_attr(value: int, bits: int = 64) -> ir.Attribute:
+    return ir.IntegerAttr.get(ir.IntegerType.get_signless(bits, context=mlir.context()), value)
+
+
+# -- emission ---------------------------------------------------------------------------
+
+def broadcast_in_dim(operand: Op, dimensions, mapping) -> Op:
+    """Emits stablehlo.broadcast_in_dim of `operand` to `dimensions` (no checks: callers did)."""
+    shape = T.Shape(operand.shape.element_type, tuple(dimensions))
+    return operand.builder.add_op("stablehlo.broadcast_in_dim", shape, [operand],
+                                  {"broadcast_dimensions": i64_array(mapping)})
+
+
+def full_like(like: Op, value) -> Op:
+    """An array of `like`'s shape filled with `value`."""
+    scalar = like.builder.constant(T.as_array(value, like.shape.element_type))
+    return broadcast_in_dim(scalar, like.shape.dimensions, ())

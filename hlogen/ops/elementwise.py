@@ -1,0 +1,286 @@
+"""Element-wise ops: binary arithmetic, comparisons, unary functions, Select, Clamp.
+
+Each family is one table; the public functions are generated from it. Binary
+ops follow XLA's broadcasting (hlogen.broadcasting). Where XLA defines a result
+that StableHLO leaves to the implementation, hlogen emits XLA's definition
+explicitly so that every backend, the reference interpreter included, agrees:
+- integer Div/Rem by zero and INT_MIN / -1 (x/0 = -1, x%0 = x, INT_MIN/-1 = INT_MIN,
+  INT_MIN%-1 = 0; unsigned x/0 = all ones);
+- the TotalOrder comparisons (-NaN < -Inf < ... < -0 < +0 < ... < +Inf < +NaN),
+  compared as sign-magnitude-flipped integers like XLA's comparison expander;
+- Abs and Sign of unsigned integers, which StableHLO does not accept.
+"""
+from __future__ import annotations
+
+import ml_dtypes
+from jaxlib.mlir.dialects import stablehlo
+
+from hlogen import mlir
+from hlogen import types as T
+from hlogen.broadcasting import binary_broadcast, broadcast_shapes_exactly
+from hlogen.builder import Op, same_builder
+from hlogen.errors import ShapeError
+from hlogen.ops._common import (ANY, ARITHMETIC, COMPLEX, FLOAT, FLOATING, INTEGER, LOGICAL,
+                                PRED, SIGNED, UNSIGNED, array_operand, as_operands,
+                                broadcast_in_dim, check_kind, full_like, same_element_type)
+
+# -- binary arithmetic ------------------------------------------------------------------
+
+# python name: (spec name, MLIR op, element kinds accepted)
+BINARY_ARITHMETIC = {
+    "add": ("Add", "stablehlo.add", ARITHMETIC | {PRED}),
+    "sub": ("Sub", "stablehlo.subtract", ARITHMETIC),
+    "mul": ("Mul", "stablehlo.multiply", ARITHMETIC | {PRED}),
+    "div": ("Div", "stablehlo.divide", ARITHMETIC),
+    "pow": ("Pow", "stablehlo.power", ARITHMETIC),
+    "rem": ("Rem", "stablehlo.remainder", INTEGER | {FLOAT}),
+    "max": ("Max", "stablehlo.maximum", ANY),
+    "min": ("Min", "stablehlo.minimum", ANY),
+    "and_": ("And", "stablehlo.and", LOGICAL),
+    "or_": ("Or", "stablehlo.or", LOGICAL),
+    "xor": ("Xor", "stablehlo.xor", LOGICAL),
+    "shift_left": ("ShiftLeft", "stablehlo.shift_left", INTEGER),
+    "shift_right_arithmetic": ("ShiftRightArithmetic", "stablehlo.shift_right_arithmetic", INTEGER),
+    "shift_right_logical": ("ShiftRightLogical", "stablehlo.shift_right_logical", INTEGER),
+    "atan2": ("Atan2", "stablehlo.atan2", FLOATING),
+    "complex": ("Complex", "stablehlo.complex", frozenset({FLOAT})),
+}
+
+# Complex(lhs, rhs) is the one binary op whose result type differs from its operands'.
+_COMPLEX_OF = {"f32": "c64", "f64": "c128"}
+
+
+def _binary_operands(name, lhs, rhs, broadcast_dimensions, kinds):
+    """Checks, then broadcasts both operands to the result dimensions (XLA's rules)."""
+    lhs, rhs = as_operands(name, lhs, rhs)
+    et = same_element_type(name, ("lhs", lhs), ("rhs", rhs))
+    check_kind(name, "lhs", lhs, kinds)
+    plan = binary_broadcast(name, lhs.shape, rhs.shape, broadcast_dimensions)
+    if plan.lhs_map is not None:
+        lhs = broadcast_in_dim(lhs, plan.dimensions, plan.lhs_map)
+    if plan.rhs_map is not None:
+        rhs = broadcast_in_dim(rhs, plan.dimensions, plan.rhs_map)
+    return et, plan.dimensions, lhs, rhs
+
+
+def _binary_op(name, lhs, rhs, broadcast_dimensions):
+    _, mlir_name, kinds = BINARY_ARITHMETIC[name]
+    et, dims, lhs, rhs = _binary_operands(name, lhs, rhs, broadcast_dimensions, kinds)
+    if name == "complex":
+        if et.name not in _COMPLEX_OF:
+            raise ShapeError(f"complex: operands must be f32 or f64, got {lhs.shape} and {rhs.shape}")
+        et = T.ELEMENT_TYPES[_COMPLEX_OF[et.name]]
+    shape = T.Shape(et, dims)
+    if name in ("div", "rem") and et.is_integer:
+        return _integer_division(name, mlir_name, shape, lhs, rhs)
+    return lhs.builder.add_op(mlir_name, shape, [lhs, rhs])
+
+
+def _integer_division(name, mlir_name, shape, lhs, rhs):
+    """XLA's integer Div/Rem: x/0 = -1 (all ones), x%0 = x, INT_MIN/-1 = INT_MIN, INT_MIN%-1 = 0.
+
+    The divisor is replaced by 1 where it is 0 or where INT_MIN/-1 would overflow
+    (INT_MIN/1 and INT_MIN%1 are already the results XLA defines there).
+    """
+    from hlogen import ops
+    et = shape.element_type
+    is_zero = ops.eq(rhs, 0)
+    bad = is_zero
+    if et.kind == SIGNED:
+        int_min = int(ml_dtypes.iinfo(et.dtype).min)
+        bad = ops.or_(bad, ops.and_(ops.eq(lhs, int_min), ops.eq(rhs, -1)))
+    one = full_like(rhs, 1)
+    safe = ops.select(bad, one, rhs)
+    result = lhs.builder.add_op(mlir_name, shape, [lhs, safe])
+    if name == "div":
+        all_ones = -1 if et.kind == SIGNED else int(ml_dtypes.iinfo(et.dtype).max)
+        return ops.select(is_zero, full_like(result, all_ones), result)
+    return ops.select(is_zero, lhs, result)
+
+
+# -- comparisons ------------------------------------------------------------------------
+
+# python name: (spec name, comparison direction); each also has a _total_order variant.
+COMPARISONS = {
+    "eq": ("Eq", "EQ"), "ne": ("Ne", "NE"), "ge": ("Ge", "GE"),
+    "gt": ("Gt", "GT"), "le": ("Le", "LE"), "lt": ("Lt", "LT"),
+}
+_COMPARE_TYPE = {PRED: "UNSIGNED", SIGNED: "SIGNED", UNSIGNED: "UNSIGNED",
+                 FLOAT: "FLOAT", COMPLEX: "FLOAT"}
+_compare_attrs: dict = {}
+
+
+def _compare_attributes(direction: str, compare_type: str) -> dict:
+    key = (direction, compare_type)
+    if key not in _compare_attrs:
+        ctx = mlir.context()
+        _compare_attrs[key] = {
+            "comparison_direction": stablehlo.ComparisonDirectionAttr.get(direction, ctx),
+            "compare_type": stablehlo.ComparisonTypeAttr.get(compare_type, ctx)}
+    return _compare_attrs[key]
+
+
+def _compare(name, lhs, rhs, broadcast_dimensions, total_order):
+    direction = COMPARISONS[name.removesuffix("_total_order")][1]
+    et, dims, lhs, rhs = _binary_operands(name, lhs, rhs, broadcast_dimensions, ANY)
+    if et.kind == COMPLEX and direction not in ("EQ", "NE"):
+        raise ShapeError(f"{name}: complex numbers are not ordered; only eq and ne compare "
+                         f"{lhs.shape} operands")
+    compare_type = _COMPARE_TYPE[et.kind]
+    if total_order and et.kind == FLOAT:
+        lhs, rhs = _total_order_key(lhs), _total_order_key(rhs)
+        compare_type = "SIGNED"
+    shape = T.Shape(T.ELEMENT_TYPES["pred"], dims)
+    return lhs.builder.add_op("stablehlo.compare", shape, [lhs, rhs],
+                              _compare_attributes(direction, compare_type))
+
+
+def _total_order_key(x: Op) -> Op:
+    """Signed integers that order as XLA's total order of the floats `x`.
+
+    Bitcast to a signed integer; negative values (sign bit set) get their other
+    bits flipped so that larger magnitudes order lower: k ^ ((k >>a (n-1)) >>l 1).
+    """
+    from hlogen import ops
+    bits = x.shape.element_type.bits
+    key = ops.bitcast_convert_type(x, _SIGNED_OF_WIDTH[bits])
+    return ops.xor(key, ops.shift_right_logical(ops.shift_right_arithmetic(key, bits - 1), 1))
+
+
+_SIGNED_OF_WIDTH = {t.bits: t for t in T.ELEMENT_TYPES.values() if t.kind == SIGNED}
+
+# -- unary functions --------------------------------------------------------------------
+
+SAME, PRED_RESULT, COMPONENT = "same", "pred", "component"
+
+# python name: (spec name, MLIR op, element kinds accepted, result element type)
+UNARY = {
+    "abs": ("Abs", "stablehlo.abs", ARITHMETIC, COMPONENT),
+    "cbrt": ("Cbrt", "stablehlo.cbrt", FLOATING, SAME),
+    "ceil": ("Ceil", "stablehlo.ceil", {FLOAT}, SAME),
+    "clz": ("Clz", "stablehlo.count_leading_zeros", INTEGER, SAME),
+    "cos": ("Cos", "stablehlo.cosine", FLOATING, SAME),
+    "erf": ("Erf", "chlo.erf", {FLOAT}, SAME),
+    "exp": ("Exp", "stablehlo.exponential", FLOATING, SAME),
+    "expm1": ("Expm1", "stablehlo.exponential_minus_one", FLOATING, SAME),
+    "floor": ("Floor", "stablehlo.floor", {FLOAT}, SAME),
+    "imag": ("Imag", "stablehlo.imag", FLOATING, COMPONENT),
+    "is_finite": ("IsFinite", "stablehlo.is_finite", {FLOAT}, PRED_RESULT),
+    "log": ("Log", "stablehlo.log", FLOATING, SAME),
+    "log1p": ("Log1p", "stablehlo.log_plus_one", FLOATING, SAME),
+    "logistic": ("Logistic", "stablehlo.logistic", FLOATING, SAME),
+    "neg": ("Neg", "stablehlo.negate", ARITHMETIC, SAME),
+    "not_": ("Not", "stablehlo.not", LOGICAL, SAME),
+    "population_count": ("PopulationCount", "stablehlo.popcnt", INTEGER, SAME),
+    "real": ("Real", "stablehlo.real", FLOATING, COMPONENT),
+    "round": ("Round", "stablehlo.round_nearest_afz", {FLOAT}, SAME),
+    "round_nearest_even": ("RoundNearestEven", "stablehlo.round_nearest_even", {FLOAT}, SAME),
+    "rsqrt": ("Rsqrt", "stablehlo.rsqrt", FLOATING, SAME),
+    "sign": ("Sign", "stablehlo.sign", ARITHMETIC, SAME),
+    "sin": ("Sin", "stablehlo.sine", FLOATING, SAME),
+    "sqrt": ("Sqrt", "stablehlo.sqrt", FLOATING, SAME),
+    "tan": ("Tan", "stablehlo.tan", FLOATING, SAME),
+    "tanh": ("Tanh", "stablehlo.tanh", FLOATING, SAME),
+}
+
+
+def _unary_op(name, operand):
+    _, mlir_name, kinds, result = UNARY[name]
+    et = check_kind(name, "operand", operand, kinds)
+    if et.kind == UNSIGNED and name in ("abs", "sign"):
+        # XLA: |x| = x and sgn(x) = min(x, 1) for unsigned x; StableHLO has neither.
+        from hlogen import ops
+        return operand if name == "abs" else ops.min(operand, 1)
+    result_et = {SAME: et, PRED_RESULT: T.ELEMENT_TYPES["pred"], COMPONENT: et.component}[result]
+    shape = T.Shape(result_et, operand.shape.dimensions)
+    return operand.builder.add_op(mlir_name, shape, [operand])
+
+
+# -- Select and Clamp -------------------------------------------------------------------
+
+def select(pred, on_true, on_false):
+    """Select(pred, on_true, on_false): elements of on_true where pred is true, else on_false.
+
+    pred is a PRED array of the operands' dimensions or a PRED scalar; tuple
+    operands (of equal shapes) need a scalar pred.
+    """
+    same_builder("select", pred, on_true, on_false)
+    array_operand("select", "pred", pred)
+    if pred.shape.element_type.kind != PRED:
+        raise ShapeError(f"select: pred must have element type pred, got {pred.shape}")
+    if on_true.shape != on_false.shape:
+        raise ShapeError(f"select: on_true and on_false must have the same shape, got "
+                         f"{on_true.shape} and {on_false.shape}")
+    if isinstance(on_true.shape, T.TupleShape):
+        if pred.shape.rank:
+            raise ShapeError(f"select: selecting between tuples {on_true.shape} needs a scalar "
+                             f"pred, got {pred.shape}")
+        from hlogen.ops.tuples import get_tuple_element, tuple as make_tuple
+        n = len(on_true.shape.elements)
+        return make_tuple([select(pred, get_tuple_element(on_true, i), get_tuple_element(on_false, i))
+                           for i in range(n)], builder=pred.builder)
+    array_operand("select", "on_true", on_true)
+    broadcast_shapes_exactly("select", [("pred", pred.shape), ("on_true", on_true.shape),
+                                        ("on_false", on_false.shape)], allow_scalar=("pred",))
+    return pred.builder.add_op("stablehlo.select", on_true.shape, [pred, on_true, on_false])
+
+
+def clamp(min, operand, max):  # noqa: A002 - the spec's argument names
+    """Clamp(min, operand, max) = min(max(operand, min), max), element-wise.
+
+    min and max have the operand's shape, or are scalars (Ops or Python numbers)
+    of its element type.
+    """
+    lo, x, hi = as_operands("clamp", min, operand, max)
+    same_element_type("clamp", ("min", lo), ("operand", x), ("max", hi))
+    check_kind("clamp", "operand", x, ANY)
+    broadcast_shapes_exactly("clamp", [("min", lo.shape), ("operand", x.shape), ("max", hi.shape)],
+                             allow_scalar=("min", "max"))
+    if x.shape.rank == 0 and (lo.shape.rank or hi.shape.rank):
+        raise ShapeError(f"clamp: a scalar operand needs scalar min and max, got "
+                         f"min={lo.shape}, operand={x.shape}, max={hi.shape}")
+    return x.builder.add_op("stablehlo.clamp", x.shape, [lo, x, hi])
+
+
+# -- the generated public functions -----------------------------------------------------
+
+def _make_binary(name, spec):
+    def op(lhs, rhs, broadcast_dimensions=()):
+        return _binary_op(name, lhs, rhs, broadcast_dimensions)
+    op.__doc__ = (f"{spec}(lhs, rhs, broadcast_dimensions): element-wise, with XLA broadcasting.\n\n"
+                  f"A Python number operand becomes a scalar of the other operand's type.")
+    return op
+
+
+def _make_compare(name, spec, total_order):
+    def op(lhs, rhs, broadcast_dimensions=()):
+        return _compare(name, lhs, rhs, broadcast_dimensions, total_order)
+    order = ("the total order -NaN < -Inf < -finite < -0 < +0 < +finite < +Inf < +NaN"
+             if total_order else "IEEE 754 comparison for floats")
+    op.__doc__ = f"{spec}(lhs, rhs, broadcast_dimensions) -> pred array; {order}."
+    return op
+
+
+def _make_unary(name, spec):
+    def op(operand):
+        return _unary_op(name, operand)
+    op.__doc__ = f"{spec}(operand): applied to each element of operand."
+    return op
+
+
+def _publish(name, function):
+    function.__name__ = function.__qualname__ = name
+    function.__module__ = __name__
+    globals()[name] = function
+    __all__.append(name)
+
+
+__all__ = ["select", "clamp"]
+for _name, (_spec, _, _) in BINARY_ARITHMETIC.items():
+    _publish(_name, _make_binary(_name, _spec))
+for _name, (_spec, _) in COMPARISONS.items():
+    _publish(_name, _make_compare(_name, _spec, False))
+    _publish(f"{_name}_total_order", _make_compare(f"{_name}_total_order", f"{_spec}TotalOrder", True))
+for _name, (_spec, _, _, _) in UNARY.items():
+    _publish(_name, _make_unary(_name, _spec))
+del _name, _spec

@@ -1,0 +1,37 @@
+"""Tuple and GetTupleElement."""
+from __future__ import annotations
+
+import builtins
+
+from hlogen import types as T
+from hlogen.builder import Op, same_builder
+from hlogen.errors import ShapeError
+from hlogen.ops._common import int_attr
+
+
+def tuple(elements, builder=None):  # noqa: A001 - the spec's name
+    """Tuple(elements): one value holding `elements` (Ops); `builder` only for the empty tuple."""
+    elements = builtins.tuple(elements) if not isinstance(elements, Op) else (elements,)
+    if not elements:
+        if builder is None:
+            raise ShapeError("tuple: an empty tuple needs builder=")
+    else:
+        owner = same_builder("tuple", *elements)
+        if builder is not None and builder is not owner:
+            raise ShapeError(f"tuple: elements belong to {owner!r}, not to builder={builder!r}")
+        builder = owner
+    shape = T.TupleShape(builtins.tuple(e.shape for e in elements))
+    return builder.add_op("stablehlo.tuple", shape, list(elements))
+
+
+def get_tuple_element(tuple_data, index):
+    """GetTupleElement(tuple_data, index): element `index` (a constant) of a tuple."""
+    same_builder("get_tuple_element", tuple_data)
+    shape = tuple_data.shape
+    if not isinstance(shape, T.TupleShape):
+        raise ShapeError(f"get_tuple_element: tuple_data must be a tuple, got {shape}")
+    n = len(shape.elements)
+    if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < n:
+        raise ShapeError(f"get_tuple_element: index={index!r} must be in [0, {n}) for {shape}")
+    return tuple_data.builder.add_op("stablehlo.get_tuple_element", shape.elements[index],
+                                     [tuple_data], {"index": int_attr(index, 32)})

@@ -1,0 +1,33 @@
+"""Execution: PJRT (pjrt.py), the reference interpreter (interpreter.py), host arrays."""
+from __future__ import annotations
+
+from hlogen.errors import HlogenError, UnsupportedError
+
+BACKENDS = ("cpu", "gpu", "interpret")
+
+
+def compile(computation, backend=None, num_replicas=1, num_partitions=1):
+    """An executable of `computation`: PJRT on `backend` ("cpu", "gpu", None for the
+    default device), or the reference interpreter with backend="interpret".
+
+    The executable takes numpy arrays (one per parameter) and returns numpy arrays
+    (a tuple for several results). Executables are cached by module and backend.
+    """
+    from hlogen.computation import Computation
+    if not isinstance(computation, Computation):
+        raise HlogenError(f"compile takes a Computation, got {type(computation).__name__}")
+    if backend is not None and backend not in BACKENDS:
+        raise HlogenError(f"backend must be one of {', '.join(BACKENDS)} or None, got {backend!r}")
+    if (num_replicas, num_partitions) != (1, 1):
+        raise UnsupportedError(f"num_replicas={num_replicas}, num_partitions={num_partitions}: "
+                               f"hlogen runs one replica and one partition so far")
+    if backend == "interpret":
+        from hlogen.runtime.interpreter import Interpreted
+        return Interpreted(computation)
+    from hlogen.runtime import pjrt
+    return pjrt.compile(computation, backend)
+
+
+def interpret(computation, *arrays):
+    """Runs `computation` on the StableHLO reference interpreter: numpy in, numpy out."""
+    return compile(computation, backend="interpret")(*arrays)

@@ -1,0 +1,88 @@
+"""Host arrays in and out of a computation: the checks and the calling convention.
+
+Arguments: one per parameter; a numpy array (or jax array) of exactly the
+parameter's dtype and dimensions, a Python number or nested list (converted to
+the parameter's element type when exactly representable), or, for a tuple
+parameter, a tuple of those. Results: a bare array for one result, a tuple for
+several, nested tuples for tuple-shaped results.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from hlogen import types as T
+from hlogen.errors import InputError, ShapeError, UnsupportedError
+
+
+def check_signature(computation) -> None:
+    """Refuses what cannot cross the host boundary: tokens."""
+    for kind, shapes in (("parameter", computation.parameter_shapes),
+                         ("result", computation.result_shapes)):
+        for i, shape in enumerate(shapes):
+            if any(isinstance(leaf, T.TokenShape) for leaf in T.leaves(shape)):
+                raise UnsupportedError(f"{computation.name}: {kind} {i} is (or holds) a token, "
+                                       f"which cannot be passed between host and device")
+
+
+def flatten_arguments(computation, args) -> list[np.ndarray]:
+    """Checks `args` against the parameters; returns the leaf arrays, depth-first."""
+    names, shapes = computation.parameter_names, computation.parameter_shapes
+    if len(args) != len(shapes):
+        expected = ", ".join(f"{n}: {s}" for n, s in zip(names, shapes)) or "no arguments"
+        raise InputError(f"{computation.name} takes {len(shapes)} argument(s) ({expected}), "
+                         f"got {len(args)}")
+    flat: list[np.ndarray] = []
+    for name, shape, arg in zip(names, shapes, args):
+        _flatten(f"parameter {name!r} of {computation.name}", shape, arg, flat)
+    return flat
+
+
+def _flatten(where, shape, arg, flat):
+    if isinstance(shape, T.TupleShape):
+        if not isinstance(arg, (tuple, list)) or len(arg) != len(shape.elements):
+            raise InputError(f"{where} is the tuple {shape}: pass a tuple of "
+                             f"{len(shape.elements)} values, got {_describe(arg)}")
+        for i, (s, a) in enumerate(zip(shape.elements, arg)):
+            _flatten(f"{where}, element {i}", s, a, flat)
+        return
+    flat.append(check_array(where, shape, arg))
+
+
+def check_array(where: str, shape: T.Shape, arg) -> np.ndarray:
+    """`arg` as a numpy array of exactly `shape`; an InputError naming `where` otherwise."""
+    if hasattr(arg, "dtype") and hasattr(arg, "shape"):  # numpy or jax arrays: exact dtype
+        if np.dtype(arg.dtype) != shape.dtype:
+            raise InputError(f"{where} expects {shape} ({shape.dtype} elements), got "
+                             f"{_describe(arg)}")
+        array = np.asarray(arg)
+    else:
+        try:
+            array = T.as_array(arg, shape.element_type, what=where)
+        except ShapeError as e:
+            raise InputError(str(e)) from None
+    if array.shape != shape.dimensions:
+        raise InputError(f"{where} expects {shape}, got {_describe(array)}")
+    return array
+
+
+def _describe(value) -> str:
+    if hasattr(value, "dtype") and hasattr(value, "shape"):
+        return f"a {np.dtype(value.dtype)} array of shape {tuple(value.shape)}"
+    return f"{type(value).__name__} {value!r}"[:200]
+
+
+def structure_results(result_shapes, flat: list):
+    """Leaf results -> the calling convention (bare, tuple, nested tuples)."""
+    it = iter(flat)
+
+    def build(shape):
+        if isinstance(shape, T.TupleShape):
+            return tuple(build(s) for s in shape.elements)
+        return next(it)
+
+    results = [build(s) for s in result_shapes]
+    return results[0] if len(results) == 1 else tuple(results)
+
+
+def leaf_shapes(shapes) -> list:
+    return [leaf for s in shapes for leaf in T.leaves(s)]

@@ -1,0 +1,108 @@
+"""The module a backend runs, prepared from a Computation.
+
+Both backends get the `legalize` pipeline. A module whose parameters or results
+are tuples is wrapped in a `main` with one parameter and one result per leaf
+(PJRT passes arrays, not tuples). For the reference interpreter, results that
+Python cannot read back from MLIR attributes (bf16, f8, int4, complex; reading a
+complex attribute can even end the process) are converted inside the module:
+to f32, to 8-bit integers, or split into real and imaginary parts.
+"""
+from __future__ import annotations
+
+import numpy as np
+from jaxlib.mlir import ir
+from jaxlib.mlir._mlir_libs import _jax_mlir_ext
+
+from hlogen import mlir, passes
+from hlogen import types as T
+from hlogen.builder import Builder, Op
+from hlogen.computation import Computation
+from hlogen.runtime.arrays import leaf_shapes
+
+# Result element types the interpreter's attributes convert to numpy as they are.
+_READABLE = {"pred", "s8", "s16", "s32", "s64", "u8", "u16", "u32", "u64", "f16", "f32", "f64"}
+# How an unreadable leaf travels: as a wider type, or as (real, imag).
+_CARRIER = {"s4": "s8", "u4": "u8", "bf16": "f32", "f8e4m3fn": "f32", "f8e5m2": "f32"}
+
+
+class Prepared:
+    """A module ready for a backend and how to turn its raw results into leaf arrays."""
+
+    def __init__(self, computation: Computation, original_leaves: list, read_leaf: list[str]):
+        self.computation = computation
+        self.original_leaves = original_leaves  # the result leaves the user's computation has
+        self._read_leaf = read_leaf  # per original leaf: "as_is", "carrier" or "complex"
+
+    def read_results(self, raw: list) -> list[np.ndarray]:
+        """Raw backend results -> one numpy array per leaf of the original results."""
+        it = iter(raw)
+        flat = []
+        for leaf, how in zip(self.original_leaves, self._read_leaf):
+            if how == "complex":
+                re, im = np.asarray(next(it)), np.asarray(next(it))
+                out = np.empty(re.shape, leaf.dtype)
+                out.real, out.imag = re, im
+            else:
+                out = np.asarray(next(it))
+                if how == "carrier":
+                    out = out.astype(leaf.dtype)
+            flat.append(out)
+        return flat
+
+
+def prepare(computation: Computation, for_interpreter: bool) -> Prepared:
+    legal = passes.run(computation, "legalize")
+    leaves_out = leaf_shapes(computation.result_shapes)
+    read = ["as_is" if not for_interpreter or leaf.element_type.name in _READABLE
+            else "complex" if leaf.element_type.kind == T.COMPLEX else "carrier"
+            for leaf in leaves_out]
+    has_tuples = any(isinstance(s, T.TupleShape)
+                     for s in computation.parameter_shapes + computation.result_shapes)
+    if has_tuples or any(r != "as_is" for r in read):
+        legal = _wrap(legal, read)
+    return Prepared(legal, leaves_out, read)
+
+
+def _wrap(entry: Computation, read: list[str]) -> Computation:
+    """A module whose `main` has one parameter per leaf and one result per leaf (or two
+    for a complex leaf read as real and imaginary parts), with the original inlined."""
+    from hlogen import ops
+    main, result_shapes = entry._main, entry.result_shapes
+    b = Builder(entry.name)
+    module_attributes = entry.module.operation.attributes
+    for name in module_attributes:  # e.g. mhlo.num_replicas
+        if name != "sym_name":
+            b.module.operation.attributes[name] = module_attributes[name]
+    leaves = iter([b.parameter(leaf, f"{name}.{i}" if isinstance(shape, T.TupleShape) else name)
+                   for name, shape in zip(entry.parameter_names, entry.parameter_shapes)
+                   for i, leaf in enumerate(T.leaves(shape))])
+
+    def rebuild(shape):
+        if isinstance(shape, T.TupleShape):
+            return ops.tuple([rebuild(s) for s in shape.elements], builder=b)
+        return next(leaves)
+
+    args = [rebuild(s) for s in entry.parameter_shapes]
+    # Inlined, not called: the interpreter aborts on tuple arguments to func.call.
+    with b._ip, mlir.user_location():
+        values = _jax_mlir_ext.inlined_func_call(main, [a.value for a in args])
+    main.erase()
+    for op in list(entry.module.body.operations):  # functions the entry calls come along
+        b.module.body.append(op)
+
+    def flatten(op):
+        if isinstance(op.shape, T.TupleShape):
+            return [leaf for i in range(len(op.shape.elements))
+                    for leaf in flatten(ops.get_tuple_element(op, i))]
+        return [op]
+
+    outs = [leaf for s, v in zip(result_shapes, values) for leaf in flatten(Op(b, v, s))]
+    results = []
+    for leaf, how in zip(outs, read):
+        if how == "complex":
+            results += [ops.real(leaf), ops.imag(leaf)]
+        elif how == "carrier":
+            results.append(ops.convert_element_type(leaf, _CARRIER[leaf.dtype.name]))
+        else:
+            results.append(leaf)
+    return b.build(*results)

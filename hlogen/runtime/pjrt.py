@@ -1,0 +1,94 @@
+"""Compiling and running computations with jaxlib's PJRT client.
+
+Executables are cached in memory by the computation's fingerprint, the backend
+and the device. Calling one takes numpy arrays and returns numpy arrays; the
+first call with given argument types goes through Python (checks, device_put,
+execute), later ones through jax's C++ dispatch path (see _jaxlib.fast_path).
+"""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from hlogen.computation import Computation
+from hlogen.errors import ExecutionError, UnsupportedError
+from hlogen.runtime import _jaxlib
+from hlogen.runtime.arrays import check_signature, flatten_arguments, leaf_shapes, structure_results
+from hlogen.runtime.execution import prepare
+
+_cache: dict = {}
+_cache_lock = threading.Lock()
+_X64 = _jaxlib.x64()
+
+
+def client(backend: str | None):
+    """The PJRT client of `backend` ("cpu", "gpu" or None for the default)."""
+    try:
+        return _jaxlib.backend(backend)
+    except RuntimeError as e:
+        raise UnsupportedError(f"backend {backend!r} is not available here: {e}") from None
+
+
+def compile(computation: Computation, backend: str | None = None) -> "Executable":
+    check_signature(computation)
+    pjrt = client(backend)
+    device = pjrt.local_devices()[0]
+    key = (computation.fingerprint, pjrt.platform, device.id)
+    with _cache_lock:
+        found = _cache.get(key)
+    if found is None:
+        found = Executable(computation, pjrt, device)
+        with _cache_lock:
+            found = _cache.setdefault(key, found)
+    return found
+
+
+class Executable:
+    """A compiled computation: call it with numpy arrays, get numpy arrays back."""
+
+    def __init__(self, computation: Computation, pjrt, device):
+        self.computation = computation
+        self.backend = pjrt.platform
+        self.device = device
+        self._prepared = prepare(computation, for_interpreter=False)
+        try:
+            self._loaded = _jaxlib.compile(pjrt, self._prepared.computation.to_bytecode(), device)
+        except _jaxlib.JaxRuntimeError as e:
+            raise ExecutionError(f"{computation.name}: the {self.backend} backend cannot compile "
+                                 f"it: {e}") from None
+        flat_in = leaf_shapes(computation.parameter_shapes)
+        self._in = [_jaxlib.Placement(s.dimensions, s.dtype, device) for s in flat_in]
+        self._out = [_jaxlib.Placement(s.dimensions, s.dtype, device)
+                     for s in leaf_shapes(self._prepared.computation.result_shapes)]
+        # Tuple parameters are passed as Python tuples, which jax's dispatch would flatten
+        # on its own terms: those calls stay on the Python path.
+        self._dispatch = (_jaxlib.fast_path(computation.name, self._call_and_describe)
+                          if len(flat_in) == len(computation.parameter_shapes) else self._call_flat)
+
+    def __repr__(self) -> str:
+        return f"<Executable {self.computation.signature()} on {self.backend}>"
+
+    def __call__(self, *args):
+        with _X64:
+            raw = self._dispatch(*args)
+        return structure_results(self.computation.result_shapes, self._prepared.read_results(raw))
+
+    def _call_flat(self, *args) -> list:
+        arrays = flatten_arguments(self.computation, args)
+        device_arrays = [p.put(a) for p, a in zip(self._in, arrays)]
+        try:
+            return _jaxlib.execute(self._loaded, device_arrays, len(self._out))
+        except _jaxlib.JaxRuntimeError as e:
+            raise ExecutionError(f"{self.computation.name} failed on {self.backend}: {e}") from None
+
+    def _call_and_describe(self, *args):
+        """The Python path, plus what jax's dispatch needs to repeat calls like this one.
+
+        Only calls whose arguments are all arrays of the parameters' exact dtypes are
+        repeated by jax's dispatch: Python numbers would be typed by jax's rules.
+        """
+        outs = self._call_flat(*args)
+        exact = all(type(a) is np.ndarray or _jaxlib.is_device_array(a) for a in args)
+        fast = _jaxlib.fast_path_data(self._loaded, self._in, self._out, outs) if exact else None
+        return tuple(outs), fast

@@ -1,0 +1,248 @@
+"""Element types and shapes.
+
+`ELEMENT_TYPES` is the one table that maps an XLA primitive type to its MLIR
+type, its numpy (or ml_dtypes) dtype and its name. Shapes follow XLA: an array
+shape is an element type plus dimensions (`hg.f32[2, 3]`, `hg.s32[()]`), and
+there are tuple shapes and the token shape.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import ml_dtypes
+import numpy as np
+
+from hlogen.errors import ShapeError
+
+# Kinds group element types the way the spec's rules talk about them.
+PRED, SIGNED, UNSIGNED, FLOAT, COMPLEX = "pred", "signed", "unsigned", "float", "complex"
+INTEGER = frozenset({SIGNED, UNSIGNED})
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class ElementType:
+    """An XLA primitive type. `hg.f32[2, 3]` makes the shape f32[2,3]."""
+
+    name: str          # XLA's name: f32, s32, pred, ...
+    kind: str          # pred, signed, unsigned, float, complex
+    bits: int          # storage width of one element
+    mlir: str          # the MLIR element type, as MLIR prints it
+    dtype: np.dtype    # the numpy / ml_dtypes dtype of host arrays
+
+    def __getitem__(self, dims) -> "Shape":
+        if dims == ():
+            return Shape(self, ())
+        if not isinstance(dims, tuple):
+            dims = (dims,)
+        return Shape(self, dims)
+
+    def __repr__(self) -> str:
+        return f"hg.{self.name}"
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def is_integer(self) -> bool:
+        return self.kind in INTEGER
+
+    @property
+    def component(self) -> "ElementType":
+        """The real type of a complex type (c64 -> f32); the type itself otherwise."""
+        return _COMPLEX_COMPONENT.get(self.name, self)
+
+
+def _et(name, kind, bits, mlir, dtype):
+    return ElementType(name, kind, bits, mlir, np.dtype(dtype))
+
+
+# The one table of element types: XLA name, kind, bits, MLIR type, numpy dtype.
+ELEMENT_TYPES: dict[str, ElementType] = {t.name: t for t in [
+    _et("pred", PRED, 1, "i1", np.bool_),
+    _et("s4", SIGNED, 4, "i4", ml_dtypes.int4),
+    _et("s8", SIGNED, 8, "i8", np.int8),
+    _et("s16", SIGNED, 16, "i16", np.int16),
+    _et("s32", SIGNED, 32, "i32", np.int32),
+    _et("s64", SIGNED, 64, "i64", np.int64),
+    _et("u4", UNSIGNED, 4, "ui4", ml_dtypes.uint4),
+    _et("u8", UNSIGNED, 8, "ui8", np.uint8),
+    _et("u16", UNSIGNED, 16, "ui16", np.uint16),
+    _et("u32", UNSIGNED, 32, "ui32", np.uint32),
+    _et("u64", UNSIGNED, 64, "ui64", np.uint64),
+    _et("f8e4m3fn", FLOAT, 8, "f8E4M3FN", ml_dtypes.float8_e4m3fn),
+    _et("f8e5m2", FLOAT, 8, "f8E5M2", ml_dtypes.float8_e5m2),
+    _et("f16", FLOAT, 16, "f16", np.float16),
+    _et("bf16", FLOAT, 16, "bf16", ml_dtypes.bfloat16),
+    _et("f32", FLOAT, 32, "f32", np.float32),
+    _et("f64", FLOAT, 64, "f64", np.float64),
+    _et("c64", COMPLEX, 64, "complex<f32>", np.complex64),
+    _et("c128", COMPLEX, 128, "complex<f64>", np.complex128),
+]}
+
+# hg.f32, hg.s32, ...: the table's entries as module attributes.
+globals().update(ELEMENT_TYPES)
+
+_COMPLEX_COMPONENT = {"c64": ELEMENT_TYPES["f32"], "c128": ELEMENT_TYPES["f64"]}
+_BY_DTYPE = {t.dtype: t for t in ELEMENT_TYPES.values()}
+_BY_MLIR = {t.mlir: t for t in ELEMENT_TYPES.values()}
+
+
+def element_type(value) -> ElementType:
+    """An ElementType from an ElementType, its name ("f32") or a numpy dtype/type."""
+    if isinstance(value, ElementType):
+        return value
+    if isinstance(value, str) and value in ELEMENT_TYPES:
+        return ELEMENT_TYPES[value]
+    try:
+        found = _BY_DTYPE.get(np.dtype(value))
+    except TypeError:
+        found = None
+    if found is None:
+        raise ShapeError(
+            f"{value!r} is not an element type hlogen supports; use one of "
+            f"{', '.join(ELEMENT_TYPES)} (or the matching numpy dtype)")
+    return found
+
+
+def element_type_of_mlir(mlir_name: str) -> ElementType:
+    """The ElementType whose MLIR type prints as `mlir_name` (e.g. "ui32")."""
+    try:
+        return _BY_MLIR[mlir_name]
+    except KeyError:
+        raise ShapeError(f"MLIR element type {mlir_name} has no XLA counterpart in hlogen") from None
+
+
+@dataclasses.dataclass(frozen=True)
+class Shape:
+    """An array shape: element type and dimension sizes (XLA's `f32[2,3]`)."""
+
+    element_type: ElementType
+    dimensions: tuple[int, ...]
+
+    def __post_init__(self):
+        object.__setattr__(self, "element_type", element_type(self.element_type))
+        dims = self.dimensions
+        if not isinstance(dims, tuple):
+            dims = tuple(dims)
+            object.__setattr__(self, "dimensions", dims)
+        for d in dims:
+            if not isinstance(d, (int, np.integer)) or isinstance(d, bool) or d < 0:
+                raise ShapeError(f"shape dimensions must be non-negative integers, got {dims}")
+        if any(not isinstance(d, int) for d in dims):
+            object.__setattr__(self, "dimensions", tuple(int(d) for d in dims))
+
+    @property
+    def rank(self) -> int:
+        return len(self.dimensions)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.dimensions, dtype=np.int64))
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.element_type.dtype
+
+    def with_element_type(self, et) -> "Shape":
+        return Shape(element_type(et), self.dimensions)
+
+    def __str__(self) -> str:
+        return f"{self.element_type.name}[{','.join(map(str, self.dimensions))}]"
+
+    __repr__ = __str__
+
+
+@dataclasses.dataclass(frozen=True)
+class TupleShape:
+    """A tuple of shapes (XLA's `(f32[10], s32[])`)."""
+
+    elements: tuple
+
+    def __str__(self) -> str:
+        return "(" + ", ".join(map(str, self.elements)) + ")"
+
+    __repr__ = __str__
+
+    def leaves(self) -> list:
+        return [leaf for e in self.elements for leaf in leaves(e)]
+
+
+class TokenShape:
+    """The token shape: orders side-effecting ops; carries no data."""
+
+    _instance = None
+
+    def __new__(cls):
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __str__(self) -> str:
+        return "token[]"
+
+    __repr__ = __str__
+
+
+token = TokenShape()
+
+
+def tuple_shape(*shapes) -> TupleShape:
+    """The tuple shape of `shapes` (each a Shape, TupleShape or token)."""
+    for s in shapes:
+        if not isinstance(s, (Shape, TupleShape, TokenShape)):
+            raise ShapeError(f"tuple_shape takes shapes, got {s!r}")
+    return TupleShape(tuple(shapes))
+
+
+def leaves(shape) -> list:
+    """The array and token shapes of `shape`, tuples flattened depth-first."""
+    return shape.leaves() if isinstance(shape, TupleShape) else [shape]
+
+
+def as_shape(value) -> Shape | TupleShape | TokenShape:
+    """Accepts a shape, or (element type, dims) as a convenience."""
+    if isinstance(value, (Shape, TupleShape, TokenShape)):
+        return value
+    if isinstance(value, tuple) and len(value) == 2:
+        return Shape(element_type(value[0]), tuple(value[1]))
+    raise ShapeError(f"expected a shape such as hg.f32[2, 3], got {value!r}")
+
+
+# Python values without a dtype become these, as in XLA literals (and jax without x64).
+_PYTHON_DEFAULTS = {bool: "pred", int: "s32", float: "f32", complex: "c64"}
+
+
+def as_array(value, et=None, what="value") -> np.ndarray:
+    """`value` as a numpy array of element type `et`.
+
+    Without `et`, numpy arrays keep their dtype and Python values take XLA's
+    defaults (s32, f32, c64, pred). With `et`, Python values must be exactly
+    representable in it.
+    """
+    if et is not None:
+        et = element_type(et)
+    if isinstance(value, (np.ndarray, np.generic)):
+        if value.dtype not in _BY_DTYPE:
+            raise ShapeError(f"{what}: numpy dtype {value.dtype} is not an XLA element type")
+        return np.asarray(value) if et is None else np.asarray(value).astype(et.dtype)
+    try:
+        raw = np.asarray(value)
+    except (ValueError, TypeError) as e:
+        raise ShapeError(f"{what}: cannot make an array of {value!r}: {e}") from None
+    if raw.dtype == object or raw.dtype.kind not in "biufc":
+        raise ShapeError(f"{what}: {value!r} is not a number or a (nested) list of numbers")
+    if et is None:
+        kind = {"b": bool, "i": int, "u": int, "f": float, "c": complex}[raw.dtype.kind]
+        et = ELEMENT_TYPES[_PYTHON_DEFAULTS[kind]]
+    if et.kind != COMPLEX and raw.dtype.kind == "c":
+        raise ShapeError(f"{what}: complex {value!r} cannot be {et.name}")
+    with np.errstate(all="ignore"):
+        converted = raw.astype(et.dtype)
+        back = converted.astype(raw.dtype)
+    if et.kind in (FLOAT, COMPLEX):  # rounding is expected; overflow is not
+        lost = np.isinf(back) & np.isfinite(raw)
+    else:
+        lost = back != raw
+    if np.any(lost):
+        raise ShapeError(f"{what}: {value!r} is not representable as {et.name}")
+    return converted
