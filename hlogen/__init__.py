@@ -14,16 +14,21 @@ interpreter:
     comp = b.build(ops.add(x, v, broadcast_dimensions=[1]))
     hg.compile(comp)(np.ones((2, 3), np.float32), np.arange(3, dtype=np.float32))
 """
-from hlogen import ops, passes
-from hlogen.builder import Builder, Op
-from hlogen.computation import Computation, load
-from hlogen.errors import ExecutionError, HlogenError, InputError, ShapeError, UnsupportedError
-from hlogen.function import Function, function
-from hlogen.runtime import compile, interpret
-from hlogen.types import (ELEMENT_TYPES, ElementType, Shape, TokenShape, TupleShape, element_type,
-                          token, tuple_shape)
-from hlogen.types import (bf16, c64, c128, f8e4m3fn, f8e5m2, f16, f32, f64, pred, s4, s8, s16,
-                          s32, s64, u4, u8, u16, u32, u64)
+import os
+
+# XLA's INFO log lines are noise for users; read when jaxlib first loads.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
+
+from hlogen import ops, passes  # noqa: E402
+from hlogen.builder import Builder, Op  # noqa: E402
+from hlogen.computation import Computation, load  # noqa: E402
+from hlogen.errors import ExecutionError, HlogenError, InputError, ShapeError, UnsupportedError  # noqa: E402
+from hlogen.function import Function, function  # noqa: E402
+from hlogen.runtime import compile, interpret  # noqa: E402
+from hlogen.types import (ELEMENT_TYPES, ElementType, Shape, TokenShape,  # noqa: E402
+                          TupleShape, element_type, token, tuple_shape)
+from hlogen.types import (bf16, c64, c128, f8e4m3fn, f8e5m2, f16, f32, f64,  # noqa: E402
+                          pred, s4, s8, s16, s32, s64, u4, u8, u16, u32, u64)
 
 __version__ = "0.1.0"
 

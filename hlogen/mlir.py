@@ -12,16 +12,12 @@ import sys
 import threading
 
 import numpy as np
+from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import chlo, stablehlo
+from jaxlib.mlir._mlir_libs import _jax_mlir_ext, _stablehlo
 
-# XLA's INFO log lines are noise for users; read when jaxlib first loads.
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
-
-from jaxlib.mlir import ir  # noqa: E402
-from jaxlib.mlir.dialects import chlo, stablehlo  # noqa: E402
-from jaxlib.mlir._mlir_libs import _jax_mlir_ext, _stablehlo  # noqa: E402
-
-from hlogen import types as T  # noqa: E402
-from hlogen.errors import HlogenError, ShapeError  # noqa: E402
+from hlogen import types as T
+from hlogen.errors import HlogenError, ShapeError
 
 _lock = threading.Lock()
 _context: ir.Context | None = None
