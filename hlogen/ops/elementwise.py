@@ -156,7 +156,7 @@ SAME, PRED_RESULT, COMPONENT = "same", "pred", "component"
 # python name: (spec name, MLIR op, element kinds accepted, result element type)
 UNARY = {
     "abs": ("Abs", "stablehlo.abs", ARITHMETIC, COMPONENT),
-    "cbrt": ("Cbrt", "stablehlo.cbrt", FLOATING, SAME),
+    "cbrt": ("Cbrt", "stablehlo.cbrt", {FLOAT}, SAME),  # XLA has no complex Cbrt
     "ceil": ("Ceil", "stablehlo.ceil", {FLOAT}, SAME),
     "clz": ("Clz", "stablehlo.count_leading_zeros", INTEGER, SAME),
     "cos": ("Cos", "stablehlo.cosine", FLOATING, SAME),
@@ -184,13 +184,27 @@ UNARY = {
 }
 
 
+# Transcendental functions of f8 values are computed in f32 and rounded back, as XLA
+# CPU does: computed in f8 itself, intermediate values overflow (exp(7) > 448), and
+# chlo.erf has no f8 lowering at all.
+_F8_IN_F32 = {"cbrt", "cos", "erf", "exp", "expm1", "log", "log1p", "logistic", "rsqrt",
+              "sin", "sqrt", "tan", "tanh"}
+
+
 def _unary_op(name, operand):
     _, mlir_name, kinds, result = UNARY[name]
     et = check_kind(name, "operand", operand, kinds)
+    from hlogen import ops
     if et.kind == UNSIGNED and name in ("abs", "sign"):
         # XLA: |x| = x and sgn(x) = min(x, 1) for unsigned x; StableHLO has neither.
-        from hlogen import ops
         return operand if name == "abs" else ops.min(operand, 1)
+    if et.name.startswith("f8") and name in _F8_IN_F32:
+        wide = _unary_op(name, ops.convert_element_type(operand, T.ELEMENT_TYPES["f32"]))
+        return ops.convert_element_type(wide, et)
+    if name == "population_count" and et.name == "s4":
+        # XLA CPU sign-extends s4 before counting (popcnt(-8) = 5); count the u4 bits.
+        unsigned = _unary_op(name, ops.bitcast_convert_type(operand, T.ELEMENT_TYPES["u4"]))
+        return ops.bitcast_convert_type(unsigned, et)
     result_et = {SAME: et, PRED_RESULT: T.ELEMENT_TYPES["pred"], COMPONENT: et.component}[result]
     shape = T.Shape(result_et, operand.shape.dimensions)
     return operand.builder.add_op(mlir_name, shape, [operand])
