@@ -1,0 +1,1 @@
+"""The `hlogen` command line (import package `hlogen_cli`)."""

@@ -1,0 +1,69 @@
+"""Where computations come from on the command line: .py files of @hg.function
+definitions, or MLIR files (text, bytecode, portable artifacts)."""
+from __future__ import annotations
+
+import importlib.util
+import pathlib
+import sys
+import traceback
+
+import hlogen as hg
+from hlogen.errors import InputError
+
+PYTHON_SUFFIXES = (".py",)
+
+
+def functions_in(path: str) -> dict[str, hg.Function]:
+    """The @hg.function objects a Python file defines, in definition order."""
+    file = pathlib.Path(path)
+    if not file.is_file():
+        raise InputError(f"{path}: no such file")
+    name = f"hlogen_source_{abs(hash(str(file.resolve())))}"
+    spec = importlib.util.spec_from_file_location(name, file)
+    module = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(file.resolve().parent))  # the file may import its neighbours
+    try:
+        spec.loader.exec_module(module)
+    except hg.HlogenError:
+        raise
+    except SyntaxError as e:
+        raise InputError(f"{path}:{e.lineno}:{e.offset or 0}: {e.msg}") from None
+    except Exception as e:
+        where = _innermost_line_in(file, e)
+        raise InputError(f"{where}: {type(e).__name__}: {e}") from None
+    finally:
+        sys.path.pop(0)
+    found = {n: f for n, f in vars(module).items() if isinstance(f, hg.Function)}
+    if not found:
+        raise InputError(f"{path}: defines no @hg.function")
+    return found
+
+
+def _innermost_line_in(file: pathlib.Path, error: Exception) -> str:
+    frames = [f for f in traceback.extract_tb(error.__traceback__)
+              if pathlib.Path(f.filename).resolve() == file.resolve()]
+    return f"{file}:{frames[-1].lineno}" if frames else str(file)
+
+
+def pick(functions: dict, name: str | None, path: str):
+    """The function called `name`, or the only one when no name is given."""
+    if name is None:
+        if len(functions) == 1:
+            return next(iter(functions.values()))
+        raise InputError(f"{path} defines {len(functions)} functions ({', '.join(functions)}): "
+                         f"choose one with --function")
+    if name not in functions:
+        raise InputError(f"{path}: no @hg.function named {name!r}; it defines {', '.join(functions)}")
+    return functions[name]
+
+
+def computation_from(path: str, function: str | None) -> hg.Computation:
+    """The computation to run from a .py file (by function name) or an MLIR file."""
+    if path.endswith(PYTHON_SUFFIXES):
+        return pick(functions_in(path), function, path).computation
+    if not pathlib.Path(path).is_file():
+        raise InputError(f"{path}: no such file")
+    if function not in (None, "main"):
+        raise InputError(f"{path}: hlogen runs the function @main of an MLIR file, "
+                         f"not {function!r}")
+    return hg.load(pathlib.Path(path))
