@@ -84,13 +84,18 @@ class Computation:
         return buf.getvalue()
 
     def to_portable(self, target_version: str | None = None) -> bytes:
-        """A StableHLO portable artifact (VHLO), for `target_version` (default: the current one)."""
+        """A StableHLO portable artifact (VHLO), for `target_version` (default: the current one).
+
+        CHLO ops have no portable form: the module is legalized to StableHLO first.
+        """
+        from hlogen import passes
         version = target_version or _stablehlo.get_current_version()
         minimum = _stablehlo.get_minimum_version()
         if not re.fullmatch(r"\d+\.\d+\.\d+", str(version)):
             raise HlogenError(f"to_portable: target_version must look like 1.9.0, got {version!r}")
         try:
-            return _stablehlo.serialize_portable_artifact_str(self.as_text(), version)
+            text = passes.run(self, "legalize").as_text()
+            return _stablehlo.serialize_portable_artifact_str(text, version)
         except Exception as e:
             raise HlogenError(
                 f"to_portable: cannot serialize for StableHLO {version} (this jaxlib writes "

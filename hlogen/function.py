@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import re
 
 from hlogen import types as T
 from hlogen.builder import Builder, Op
@@ -15,7 +16,8 @@ class Function:
 
     def __init__(self, fn, name: str | None = None):
         functools.update_wrapper(self, fn)
-        self.computation = trace(fn, name or fn.__name__)
+        # a builder name is an identifier: "<lambda>" becomes "lambda"
+        self.computation = trace(fn, name or re.sub(r"\W", "", fn.__name__) or "main")
 
     def __call__(self, *arrays):
         from hlogen.runtime import compile
