@@ -135,6 +135,21 @@ def diagnostics(error: ir.MLIRError) -> str:
     return "\n".join(lines) or str(error)
 
 
+def op_names(module: ir.Module) -> list[str]:
+    """The names of every op nested in `module`, in order (the module itself excluded)."""
+    found = []
+
+    def visit(op):
+        for region in op.regions:
+            for block in region.blocks:
+                for inner in block.operations:
+                    found.append(inner.operation.name)
+                    visit(inner.operation)
+
+    visit(module.operation)
+    return found
+
+
 def run_pipeline(module: ir.Module, pipeline: str) -> None:
     """Runs a textual MLIR pass pipeline on `module` in place."""
     from jaxlib.mlir import passmanager

@@ -42,17 +42,5 @@ def run(computation: Computation, pipeline: str = "default") -> Computation:
 
 
 def foreign_ops(computation: Computation) -> list[str]:
-    """Names of ops in the module that are neither StableHLO nor func (nor the module)."""
-    found = []
-
-    def visit(op):
-        name = op.operation.name
-        if not name.startswith(("stablehlo.", "func.")) and name != "builtin.module":
-            found.append(name)
-        for region in op.operation.regions:
-            for block in region.blocks:
-                for inner in block.operations:
-                    visit(inner)
-
-    visit(computation.module.operation)
-    return found
+    """Names of ops in the module that are neither StableHLO nor func."""
+    return [n for n in mlir.op_names(computation.module) if not n.startswith(("stablehlo.", "func."))]

@@ -12,9 +12,12 @@ from jaxlib.mlir._mlir_libs import _stablehlo
 
 from hlogen import mlir
 from hlogen.computation import Computation
-from hlogen.errors import ExecutionError
+from hlogen.errors import ExecutionError, UnsupportedError
 from hlogen.runtime.arrays import check_signature, flatten_arguments, leaf_shapes, structure_results
 from hlogen.runtime.execution import Prepared, prepare
+
+# Ops that end the process inside eval_module instead of failing: refused up front.
+_FATAL_TO_INTERPRETER = {"stablehlo.custom_call"}
 
 _prepared: collections.OrderedDict = collections.OrderedDict()
 _PREPARED_KEPT = 64
@@ -29,6 +32,10 @@ class Interpreted:
         check_signature(computation)
         self.computation = computation
         self._prepared = _prepare_cached(computation)
+        fatal = sorted(set(mlir.op_names(self._prepared.computation.module)) & _FATAL_TO_INTERPRETER)
+        if fatal:
+            raise UnsupportedError(f"{computation.name}: the reference interpreter cannot run "
+                                   f"{', '.join(fatal)}")
         self._params = leaf_shapes(computation.parameter_shapes)
 
     def __repr__(self) -> str:
