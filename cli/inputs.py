@@ -48,7 +48,7 @@ def parse_literal(text: str) -> np.ndarray:
         array = hg.types.as_array(values, et, what=f"--input {text!r}")
     except (ValueError, ShapeError) as e:
         raise InputError(f"--input {text!r}: {e}") from None
-    return np.broadcast_to(array, dims).copy() if len(raw) == 1 else array.reshape(dims)
+    return np.broadcast_to(array.reshape(()), dims).copy() if len(raw) == 1 else array.reshape(dims)
 
 
 def _number(text: str, et):
