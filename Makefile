@@ -1,0 +1,42 @@
+# make demo | make test | make test-slow | make bench: each sets up .venv first when needed.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+HLOGEN := $(VENV)/bin/hlogen
+STAMP  := $(VENV)/.installed
+
+.PHONY: setup demo test test-slow bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e ".[test]"
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+# The main job on a sample, on the CPU: emit StableHLO artifacts from Python
+# definitions, then compile and run them with PJRT and with the reference interpreter.
+demo: $(STAMP)
+	$(HLOGEN) devices
+	$(HLOGEN) emit samples/elementwise.py -o out/elementwise
+	$(HLOGEN) emit samples/broadcasting.py -o out/broadcasting
+	$(HLOGEN) run out/broadcasting/composition_vector_and_1x2.mlir --backend cpu \
+		--input 4xf32=1,2,3,4 --input 1x2xf32=5,6
+	$(HLOGEN) run out/elementwise/integer_division.mlir --backend cpu \
+		--input 4xs32=7,-7,-2147483648,5 --input 4xs32=2,0,-1,0
+	$(HLOGEN) run samples/elementwise.py --function total_order --backend interpret \
+		--input 4xf32=-0.0,nan,1,-inf --input 4xf32=0.0,inf,nan,-1
+
+test: $(STAMP)
+	$(PY) -m pytest tests -m "not slow"
+
+test-slow: $(STAMP)
+	$(PY) -m pytest tests -m slow
+
+bench: $(STAMP)
+	$(PY) benchmarks/emit.py
+	$(PY) benchmarks/dispatch.py
+
+clean:
+	rm -rf $(VENV) out .pytest_cache .hypothesis *.egg-info
