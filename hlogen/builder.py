@@ -133,7 +133,11 @@ class Builder:
 
     def add_op(self, name: str, shape, operands, attributes=None) -> Op:
         """Emits MLIR op `name` with one result of `shape`; operands are Ops."""
-        operation = self.emit(name, [mlir.ir_type(shape)], [o.value for o in operands], attributes)
+        if self._built:
+            self._check_open(name)
+        operation = ir.Operation.create(name, results=[mlir.ir_type(shape)],
+                                        operands=[o.value for o in operands], attributes=attributes,
+                                        loc=mlir.user_location(), ip=self._ip)
         return Op(self, operation.result, shape)
 
     def emit(self, name: str, result_types, operand_values, attributes=None) -> ir.Operation:

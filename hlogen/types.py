@@ -120,7 +120,8 @@ class Shape:
     dimensions: tuple[int, ...]
 
     def __post_init__(self):
-        object.__setattr__(self, "element_type", element_type(self.element_type))
+        if type(self.element_type) is not ElementType:
+            object.__setattr__(self, "element_type", element_type(self.element_type))
         dims = self.dimensions
         if not isinstance(dims, tuple):
             dims = tuple(dims)

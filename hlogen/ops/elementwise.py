@@ -51,7 +51,14 @@ _COMPLEX_OF = {"f32": "c64", "f64": "c128"}
 
 
 def _binary_operands(name, lhs, rhs, broadcast_dimensions, kinds):
-    """Checks, then broadcasts both operands to the result dimensions (XLA's rules)."""
+    """Checks, then broadcasts both operands to the result dimensions (XLA's rules).
+
+    Returns the element type, the shape both operands now have, and the operands.
+    """
+    if (type(lhs) is Op and type(rhs) is Op and lhs.shape == rhs.shape and not broadcast_dimensions
+            and lhs.builder is rhs.builder and type(lhs.shape) is T.Shape):
+        # the common case, on the hot path of emission: nothing to convert or broadcast
+        return check_kind(name, "lhs", lhs, kinds), lhs.shape, lhs, rhs
     lhs, rhs = as_operands(name, lhs, rhs)
     et = same_element_type(name, ("lhs", lhs), ("rhs", rhs))
     check_kind(name, "lhs", lhs, kinds)
@@ -60,17 +67,17 @@ def _binary_operands(name, lhs, rhs, broadcast_dimensions, kinds):
         lhs = broadcast_in_dim(lhs, plan.dimensions, plan.lhs_map)
     if plan.rhs_map is not None:
         rhs = broadcast_in_dim(rhs, plan.dimensions, plan.rhs_map)
-    return et, plan.dimensions, lhs, rhs
+    return et, T.Shape(et, plan.dimensions), lhs, rhs
 
 
 def _binary_op(name, lhs, rhs, broadcast_dimensions):
     _, mlir_name, kinds = BINARY_ARITHMETIC[name]
-    et, dims, lhs, rhs = _binary_operands(name, lhs, rhs, broadcast_dimensions, kinds)
+    et, shape, lhs, rhs = _binary_operands(name, lhs, rhs, broadcast_dimensions, kinds)
     if name == "complex":
         if et.name not in _COMPLEX_OF:
             raise ShapeError(f"complex: operands must be f32 or f64, got {lhs.shape} and {rhs.shape}")
         et = T.ELEMENT_TYPES[_COMPLEX_OF[et.name]]
-    shape = T.Shape(et, dims)
+        shape = shape.with_element_type(et)
     if name in ("div", "rem") and et.is_integer:
         return _integer_division(name, mlir_name, shape, lhs, rhs)
     return lhs.builder.add_op(mlir_name, shape, [lhs, rhs])
@@ -122,7 +129,7 @@ def _compare_attributes(direction: str, compare_type: str) -> dict:
 
 def _compare(name, lhs, rhs, broadcast_dimensions, total_order):
     direction = COMPARISONS[name.removesuffix("_total_order")][1]
-    et, dims, lhs, rhs = _binary_operands(name, lhs, rhs, broadcast_dimensions, ANY)
+    et, shape, lhs, rhs = _binary_operands(name, lhs, rhs, broadcast_dimensions, ANY)
     if et.kind == COMPLEX and direction not in ("EQ", "NE"):
         raise ShapeError(f"{name}: complex numbers are not ordered; only eq and ne compare "
                          f"{lhs.shape} operands")
@@ -130,8 +137,7 @@ def _compare(name, lhs, rhs, broadcast_dimensions, total_order):
     if total_order and et.kind == FLOAT:
         lhs, rhs = _total_order_key(lhs), _total_order_key(rhs)
         compare_type = "SIGNED"
-    shape = T.Shape(T.ELEMENT_TYPES["pred"], dims)
-    return lhs.builder.add_op("stablehlo.compare", shape, [lhs, rhs],
+    return lhs.builder.add_op("stablehlo.compare", shape.with_element_type(T.pred), [lhs, rhs],
                               _compare_attributes(direction, compare_type))
 
 

@@ -22,7 +22,8 @@ from jax.extend.backend import get_backend
 from jax.sharding import SingleDeviceSharding
 
 JaxRuntimeError = jax.errors.JaxRuntimeError
-_swap_x64 = _config.enable_x64.swap_local
+# swap_x64(True) -> previous value: x64 on or off for the calling thread only.
+swap_x64 = _config.enable_x64.swap_local
 
 
 def backend(platform: str | None):
@@ -72,27 +73,16 @@ def fast_path(name: str, slow_call):
                      _tree_util.dispatch_registry, _pxla.cc_shard_arg)
 
 
-def fast_path_data(loaded, placements_in, placements_out, outs):
-    """What the C++ fast path needs to call `loaded` again without Python."""
-    _, treedef = _tree_util.dispatch_registry.flatten(tuple(outs), None)
+def fast_path_data(loaded, placements_in, placements_out, result):
+    """What the C++ fast path needs to call `loaded` again without Python; `result`
+    (one array or a tuple of them) is the structure later calls return."""
+    leaves, treedef = _tree_util.dispatch_registry.flatten(result, None)
     n_in = len(placements_in)
     return _pxla.MeshExecutableFastpathData(
         loaded, treedef, [p.sharding for p in placements_in],
         [p.sharding for p in placements_out], [p.aval for p in placements_out],
-        [True] * len(outs), [True] * n_in, [None] * n_in, [])
+        [True] * len(leaves), [True] * n_in, [None] * n_in, [])
 
 
 def is_device_array(value) -> bool:
     return isinstance(value, jax.Array)
-
-
-class x64:
-    """Context manager: 64-bit types stay 64-bit in jax's dispatch, in this thread only."""
-
-    __slots__ = ("_previous",)
-
-    def __enter__(self):
-        self._previous = _swap_x64(True)
-
-    def __exit__(self, *exc):
-        _swap_x64(self._previous)

@@ -28,10 +28,13 @@ _CARRIER = {"s4": "s8", "u4": "u8", "bf16": "f32", "f8e4m3fn": "f32", "f8e5m2": 
 class Prepared:
     """A module ready for a backend and how to turn its raw results into leaf arrays."""
 
-    def __init__(self, computation: Computation, original_leaves: list, read_leaf: list[str]):
+    def __init__(self, computation: Computation, original_results: list, read_leaf: list[str]):
         self.computation = computation
-        self.original_leaves = original_leaves  # the result leaves the user's computation has
+        self.original_leaves = leaf_shapes(original_results)  # the user's result leaves
         self._read_leaf = read_leaf  # per original leaf: "as_is", "carrier" or "complex"
+        # one raw result per user result, read as it is
+        self.plain_results = not any(isinstance(s, T.TupleShape) for s in original_results) and \
+            all(r == "as_is" for r in read_leaf)
 
     def read_results(self, raw: list) -> list[np.ndarray]:
         """Raw backend results -> one numpy array per leaf of the original results."""
@@ -60,7 +63,7 @@ def prepare(computation: Computation, for_interpreter: bool) -> Prepared:
                      for s in computation.parameter_shapes + computation.result_shapes)
     if has_tuples or any(r != "as_is" for r in read):
         legal = _wrap(legal, read)
-    return Prepared(legal, leaves_out, read)
+    return Prepared(legal, computation.result_shapes, read)
 
 
 def _wrap(entry: Computation, read: list[str]) -> Computation:

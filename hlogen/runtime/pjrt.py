@@ -19,7 +19,7 @@ from hlogen.runtime.execution import prepare
 
 _cache: dict = {}
 _cache_lock = threading.Lock()
-_X64 = _jaxlib.x64()
+_swap_x64 = _jaxlib.swap_x64
 
 
 def client(backend: str | None):
@@ -61,17 +61,25 @@ class Executable:
         self._in = [_jaxlib.Placement(s.dimensions, s.dtype, device) for s in flat_in]
         self._out = [_jaxlib.Placement(s.dimensions, s.dtype, device)
                      for s in leaf_shapes(self._prepared.computation.result_shapes)]
+        # One array result, read as it is (the common case), travels bare: no tuple.
+        self._one_plain_result = len(computation.result_shapes) == 1 and self._prepared.plain_results
         # Tuple parameters are passed as Python tuples, which jax's dispatch would flatten
         # on its own terms: those calls stay on the Python path.
-        self._dispatch = (_jaxlib.fast_path(computation.name, self._call_and_describe)
-                          if len(flat_in) == len(computation.parameter_shapes) else self._call_flat)
+        self._dispatch = (_jaxlib.fast_path(computation.name, self._run_and_describe)
+                          if len(flat_in) == len(computation.parameter_shapes) else self._run)
 
     def __repr__(self) -> str:
         return f"<Executable {self.computation.signature()} on {self.backend}>"
 
     def __call__(self, *args):
-        with _X64:
+        # x64 on for this thread during the call: 64-bit arguments stay 64-bit in jax's dispatch
+        previous = _swap_x64(True)
+        try:
             raw = self._dispatch(*args)
+        finally:
+            _swap_x64(previous)
+        if self._one_plain_result:
+            return np.asarray(raw)
         return structure_results(self.computation.result_shapes, self._prepared.read_results(raw))
 
     def _call_flat(self, *args) -> list:
@@ -82,13 +90,18 @@ class Executable:
         except _jaxlib.JaxRuntimeError as e:
             raise ExecutionError(f"{self.computation.name} failed on {self.backend}: {e}") from None
 
-    def _call_and_describe(self, *args):
+    def _run(self, *args):
+        """The Python path: the bare result array, or a tuple of raw results."""
+        outs = self._call_flat(*args)
+        return outs[0] if self._one_plain_result else tuple(outs)
+
+    def _run_and_describe(self, *args):
         """The Python path, plus what jax's dispatch needs to repeat calls like this one.
 
         Only calls whose arguments are all arrays of the parameters' exact dtypes are
         repeated by jax's dispatch: Python numbers would be typed by jax's rules.
         """
-        outs = self._call_flat(*args)
+        out = self._run(*args)
         exact = all(type(a) is np.ndarray or _jaxlib.is_device_array(a) for a in args)
-        fast = _jaxlib.fast_path_data(self._loaded, self._in, self._out, outs) if exact else None
-        return tuple(outs), fast
+        fast = _jaxlib.fast_path_data(self._loaded, self._in, self._out, out) if exact else None
+        return out, fast

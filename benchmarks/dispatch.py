@@ -1,0 +1,44 @@
+"""Dispatch cost: a tiny computation (f32[8] + f32[8]) called from numpy through an
+hlogen executable and through jax.jit, numpy arrays in and numpy arrays out, in one
+process. Target: hlogen no slower than jax.jit.
+"""
+from __future__ import annotations
+
+import sys
+
+sys.path.insert(0, __import__("os").path.dirname(__file__))
+
+import jax  # noqa: E402
+import numpy as np  # noqa: E402
+
+import hlogen as hg  # noqa: E402
+from hlogen import ops  # noqa: E402
+from _timing import interleaved_medians, machine  # noqa: E402
+
+CALLS = 2000
+
+
+def main():
+    b = hg.Builder("tiny")
+    comp = b.build(ops.add(b.parameter(hg.f32[8], "x"), b.parameter(hg.f32[8], "y")))
+    exe = hg.compile(comp, backend="cpu")
+    jitted = jax.jit(lambda x, y: x + y, backend="cpu")
+    x = np.arange(8, dtype=np.float32)
+    y = np.ones(8, np.float32)
+    np.testing.assert_array_equal(exe(x, y), np.asarray(jitted(x, y)))
+
+    medians = interleaved_medians({
+        "hlogen executable": lambda: exe(x, y),
+        "jax.jit": lambda: np.asarray(jitted(x, y)),
+    }, repeats=15, inner=CALLS)
+    h, j = medians["hlogen executable"], medians["jax.jit"]
+    print(f"## dispatch: f32[8] + f32[8] from numpy to numpy ({machine()})\n")
+    print("| caller | median per call |")
+    print("| --- | --- |")
+    for name, seconds in medians.items():
+        print(f"| {name} | {seconds * 1e6:.2f} us |")
+    print(f"\nhlogen / jax.jit: {h / j:.2f}x (target <= 1.0x)")
+
+
+if __name__ == "__main__":
+    main()
