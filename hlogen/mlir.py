@@ -48,7 +48,9 @@ def context() -> ir.Context:
 
 def ir_type(shape) -> ir.Type:
     """The MLIR type of an hlogen shape (tensor, tuple or token)."""
-    found = _ir_types.get(shape)
+    # keyed by a plain tuple for arrays: its hash and equality run in C (emission hot path)
+    key = (shape.element_type, shape.dimensions) if type(shape) is T.Shape else shape
+    found = _ir_types.get(key)
     if found is None:
         ctx = context()
         if isinstance(shape, T.Shape):
@@ -60,7 +62,7 @@ def ir_type(shape) -> ir.Type:
             found = stablehlo.TokenType.get(context=ctx)
         else:
             raise ShapeError(f"expected a shape, got {shape!r}")
-        _ir_types[shape] = found
+        _ir_types[key] = found
     return found
 
 
@@ -107,7 +109,9 @@ def user_location() -> ir.Location:
         frame = frame.f_back
     if frame is None:
         return ir.Location.unknown(context=context())
-    return location(frame.f_code.co_filename, frame.f_lineno)
+    key = (frame.f_code.co_filename, frame.f_lineno)
+    found = _locations.get(key)
+    return found if found is not None else location(*key)
 
 
 def dense_attr(array: np.ndarray, shape: T.Shape) -> ir.DenseElementsAttr:
