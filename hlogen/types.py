@@ -164,9 +164,6 @@ class TupleShape:
 
     __repr__ = __str__
 
-    def leaves(self) -> list:
-        return [leaf for e in self.elements for leaf in leaves(e)]
-
 
 class TokenShape:
     """The token shape: orders side-effecting ops; carries no data."""
@@ -197,7 +194,9 @@ def tuple_shape(*shapes) -> TupleShape:
 
 def leaves(shape) -> list:
     """The array and token shapes of `shape`, tuples flattened depth-first."""
-    return shape.leaves() if isinstance(shape, TupleShape) else [shape]
+    if isinstance(shape, TupleShape):
+        return [leaf for element in shape.elements for leaf in leaves(element)]
+    return [shape]
 
 
 def as_shape(value) -> Shape | TupleShape | TokenShape:

@@ -1,7 +1,6 @@
 """Builder, Computation, serialization round trips, load errors, locations, passes."""
 from __future__ import annotations
 
-import pathlib
 
 import numpy as np
 import pytest

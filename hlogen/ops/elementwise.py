@@ -9,6 +9,8 @@ explicitly so that every backend, the reference interpreter included, agrees:
 - the TotalOrder comparisons (-NaN < -Inf < ... < -0 < +0 < ... < +Inf < +NaN),
   compared as sign-magnitude-flipped integers like XLA's comparison expander;
 - Abs and Sign of unsigned integers, which StableHLO does not accept.
+Two backend gaps are closed the same way: transcendental functions of f8 values
+are computed in f32 (as XLA CPU does), and PopulationCount of s4 counts u4 bits.
 """
 from __future__ import annotations
 

@@ -10,7 +10,6 @@ to f32, to 8-bit integers, or split into real and imaginary parts.
 from __future__ import annotations
 
 import numpy as np
-from jaxlib.mlir import ir
 from jaxlib.mlir._mlir_libs import _jax_mlir_ext
 
 from hlogen import mlir, passes

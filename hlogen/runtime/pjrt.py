@@ -7,6 +7,7 @@ execute), later ones through jax's C++ dispatch path (see _jaxlib.fast_path).
 """
 from __future__ import annotations
 
+import collections
 import threading
 
 import numpy as np
@@ -17,7 +18,8 @@ from hlogen.runtime import _jaxlib
 from hlogen.runtime.arrays import check_signature, flatten_arguments, leaf_shapes, structure_results
 from hlogen.runtime.execution import prepare
 
-_cache: dict = {}
+_cache: collections.OrderedDict = collections.OrderedDict()  # least recently used first
+_CACHE_KEPT = 256
 _cache_lock = threading.Lock()
 _swap_x64 = _jaxlib.swap_x64
 
@@ -37,10 +39,14 @@ def compile(computation: Computation, backend: str | None = None) -> "Executable
     key = (computation.fingerprint, pjrt.platform, device.id)
     with _cache_lock:
         found = _cache.get(key)
-    if found is None:
-        found = Executable(computation, pjrt, device)
-        with _cache_lock:
-            found = _cache.setdefault(key, found)
+        if found is not None:
+            _cache.move_to_end(key)
+            return found
+    found = Executable(computation, pjrt, device)  # compiles: outside the lock
+    with _cache_lock:
+        found = _cache.setdefault(key, found)
+        while len(_cache) > _CACHE_KEPT:
+            _cache.popitem(last=False)
     return found
 
 
@@ -98,10 +104,12 @@ class Executable:
     def _run_and_describe(self, *args):
         """The Python path, plus what jax's dispatch needs to repeat calls like this one.
 
-        Only calls whose arguments are all arrays of the parameters' exact dtypes are
-        repeated by jax's dispatch: Python numbers would be typed by jax's rules.
+        Only calls whose arguments are all arrays (or numpy scalars) of the parameters'
+        exact dtypes are repeated by jax's dispatch: Python numbers would be typed by
+        jax's rules.
         """
         out = self._run(*args)
-        exact = all(type(a) is np.ndarray or _jaxlib.is_device_array(a) for a in args)
+        exact = all(type(a) is np.ndarray or isinstance(a, np.generic) or _jaxlib.is_device_array(a)
+                    for a in args)
         fast = _jaxlib.fast_path_data(self._loaded, self._in, self._out, out) if exact else None
         return out, fast
