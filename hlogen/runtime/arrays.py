@@ -48,10 +48,20 @@ def _flatten(where, shape, arg, flat):
     flat.append(check_array(where, shape, arg))
 
 
+def native_byte_order(args: tuple) -> tuple:
+    """`args` with numpy arrays of the other byte order converted to the machine's.
+
+    jax's C++ dispatch reads a big-endian float32 array as if it were little-endian
+    (jax.jit returns garbage for it), so such arrays never reach it.
+    """
+    return tuple(a.astype(a.dtype.newbyteorder("=")) if type(a) is np.ndarray and not a.dtype.isnative
+                 else a for a in args)
+
+
 def check_array(where: str, shape: T.Shape, arg) -> np.ndarray:
     """`arg` as a numpy array of exactly `shape`; an InputError naming `where` otherwise."""
     if hasattr(arg, "dtype") and hasattr(arg, "shape"):  # numpy or jax arrays: exact dtype
-        if np.dtype(arg.dtype) != shape.dtype:
+        if np.dtype(arg.dtype).newbyteorder("=") != shape.dtype:
             raise InputError(f"{where} expects {shape} ({shape.dtype} elements), got "
                              f"{_describe(arg)}")
         array = np.asarray(arg)

@@ -15,7 +15,8 @@ import numpy as np
 from hlogen.computation import Computation
 from hlogen.errors import ExecutionError, UnsupportedError
 from hlogen.runtime import _jaxlib
-from hlogen.runtime.arrays import check_signature, flatten_arguments, leaf_shapes, structure_results
+from hlogen.runtime.arrays import (check_signature, flatten_arguments, leaf_shapes,
+                                   native_byte_order, structure_results)
 from hlogen.runtime.execution import prepare
 
 _cache: collections.OrderedDict = collections.OrderedDict()  # least recently used first
@@ -78,6 +79,10 @@ class Executable:
         return f"<Executable {self.computation.signature()} on {self.backend}>"
 
     def __call__(self, *args):
+        for a in args:
+            if type(a) is np.ndarray and not a.dtype.isnative:
+                args = native_byte_order(args)
+                break
         # x64 on for this thread during the call: 64-bit arguments stay 64-bit in jax's dispatch
         previous = _swap_x64(True)
         try:
