@@ -48,6 +48,10 @@ def test_repeated_calls_through_the_fast_path_give_fresh_results():
     with pytest.raises(hg.InputError, match="shape"):
         exe(np.float32(2), np.zeros((2, 3), np.float32), Y)
     np.testing.assert_array_equal(exe(np.float32(1), X, Y), X + Y)
+    # Python values and strided views, once the fast path is warm
+    np.testing.assert_array_equal(exe(1, [1, 2, 3], Y), X + Y)
+    wide = np.arange(6, dtype=np.float32)
+    np.testing.assert_array_equal(exe(np.float32(1), wide[::2], Y), wide[::2] + Y)
 
 
 @pytest.mark.parametrize("et", [hg.f64, hg.s64, hg.u64, hg.c128, hg.bf16, hg.s4, hg.pred])
