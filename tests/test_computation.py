@@ -207,3 +207,13 @@ def test_function_decorator():
         return 3
     with pytest.raises(hg.HlogenError, match="returns_a_number: must return an Op"):
         hg.function(returns_a_number)
+
+
+def test_shapes_accept_names_and_numpy_types():
+    assert hg.Shape("f32", (2, 3)) == hg.Shape(hg.f32, (2, 3)) == hg.f32[2, 3]
+    assert hg.Shape(np.float32, (2, 3)) == hg.f32[2, 3]
+    assert hg.Shape(np.dtype("int8"), ()) == hg.s8[()]
+    assert hg.element_type("bfloat16") is hg.bf16
+    assert str(hg.tuple_shape(hg.f32[10], hg.s32[()])) == "(f32[10], s32[])"
+    b = hg.Builder("names")
+    assert b.parameter(hg.Shape("u8", [4])).shape == hg.u8[4]
