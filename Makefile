@@ -1,11 +1,11 @@
-# make demo | make test | make test-slow | make bench: each sets up .venv first when needed.
+# make demo | make test | make bench: each sets up .venv first when needed.
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 HLOGEN := $(VENV)/bin/hlogen
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup demo test test-slow bench clean
+.PHONY: setup demo test bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -29,10 +29,7 @@ demo: $(STAMP)
 		--input 4xf32=-0.0,nan,1,-inf --input 4xf32=0.0,inf,nan,-1
 
 test: $(STAMP)
-	$(PY) -m pytest tests -m "not slow"
-
-test-slow: $(STAMP)
-	$(PY) -m pytest tests -m slow
+	$(PY) -m pytest tests
 
 bench: $(STAMP)
 	$(PY) benchmarks/emit.py
