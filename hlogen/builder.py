@@ -133,16 +133,13 @@ class Builder:
 
     def add_op(self, name: str, shape, operands, attributes=None) -> Op:
         """Emits MLIR op `name` with one result of `shape`; operands are Ops."""
-        if self._built:
-            self._check_open(name)
-        operation = ir.Operation.create(name, results=[mlir.ir_type(shape)],
-                                        operands=[o.value for o in operands], attributes=attributes,
-                                        loc=mlir.user_location(), ip=self._ip)
+        operation = self.emit(name, [mlir.ir_type(shape)], [o.value for o in operands], attributes)
         return Op(self, operation.result, shape)
 
     def emit(self, name: str, result_types, operand_values, attributes=None) -> ir.Operation:
         """Emits MLIR op `name` at the end of the computation, at the user's location."""
-        self._check_open(name)
+        if self._built:
+            self._check_open(name)
         return ir.Operation.create(name, results=result_types, operands=operand_values,
                                    attributes=attributes, loc=mlir.user_location(), ip=self._ip)
 

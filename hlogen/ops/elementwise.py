@@ -22,6 +22,7 @@ from hlogen import types as T
 from hlogen.broadcasting import binary_broadcast, broadcast_shapes_exactly
 from hlogen.builder import Op, same_builder
 from hlogen.errors import ShapeError
+from hlogen.ops.conversion import bitcast_convert_type, convert_element_type
 from hlogen.ops._common import (ANY, ARITHMETIC, COMPLEX, FLOAT, FLOATING, INTEGER, LOGICAL,
                                 PRED, SIGNED, UNSIGNED, array_operand, as_operands,
                                 broadcast_in_dim, check_kind, full_like, same_element_type)
@@ -202,17 +203,16 @@ _F8_IN_F32 = {"cbrt", "cos", "erf", "exp", "expm1", "log", "log1p", "logistic", 
 def _unary_op(name, operand):
     _, mlir_name, kinds, result = UNARY[name]
     et = check_kind(name, "operand", operand, kinds)
-    from hlogen import ops
     if et.kind == UNSIGNED and name in ("abs", "sign"):
         # XLA: |x| = x and sgn(x) = min(x, 1) for unsigned x; StableHLO has neither.
-        return operand if name == "abs" else ops.min(operand, 1)
+        return operand if name == "abs" else _binary_op("min", operand, 1, ())
     if et.name.startswith("f8") and name in _F8_IN_F32:
-        wide = _unary_op(name, ops.convert_element_type(operand, T.ELEMENT_TYPES["f32"]))
-        return ops.convert_element_type(wide, et)
+        wide = _unary_op(name, convert_element_type(operand, T.f32))
+        return convert_element_type(wide, et)
     if name == "population_count" and et.name == "s4":
         # XLA CPU sign-extends s4 before counting (popcnt(-8) = 5); count the u4 bits.
-        unsigned = _unary_op(name, ops.bitcast_convert_type(operand, T.ELEMENT_TYPES["u4"]))
-        return ops.bitcast_convert_type(unsigned, et)
+        unsigned = _unary_op(name, bitcast_convert_type(operand, T.u4))
+        return bitcast_convert_type(unsigned, et)
     result_et = {SAME: et, PRED_RESULT: T.ELEMENT_TYPES["pred"], COMPONENT: et.component}[result]
     shape = T.Shape(result_et, operand.shape.dimensions)
     return operand.builder.add_op(mlir_name, shape, [operand])

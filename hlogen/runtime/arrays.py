@@ -49,13 +49,17 @@ def _flatten(where, shape, arg, flat):
 
 
 def native_byte_order(args: tuple) -> tuple:
-    """`args` with numpy arrays of the other byte order converted to the machine's.
+    """`args`, with numpy arrays of the other byte order converted to the machine's
+    (the same tuple when there are none, the common case).
 
     jax's C++ dispatch reads a big-endian float32 array as if it were little-endian
     (jax.jit returns garbage for it), so such arrays never reach it.
     """
-    return tuple(a.astype(a.dtype.newbyteorder("=")) if type(a) is np.ndarray and not a.dtype.isnative
-                 else a for a in args)
+    for a in args:
+        if type(a) is np.ndarray and not a.dtype.isnative:
+            return tuple(x.astype(x.dtype.newbyteorder("="), copy=False) if isinstance(x, np.ndarray) else x
+                         for x in args)
+    return args
 
 
 def check_array(where: str, shape: T.Shape, arg) -> np.ndarray:

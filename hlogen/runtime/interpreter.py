@@ -32,10 +32,6 @@ class Interpreted:
         check_signature(computation)
         self.computation = computation
         self._prepared = _prepare_cached(computation)
-        fatal = sorted(set(mlir.op_names(self._prepared.computation.module)) & _FATAL_TO_INTERPRETER)
-        if fatal:
-            raise UnsupportedError(f"{computation.name}: the reference interpreter cannot run "
-                                   f"{', '.join(fatal)}")
         self._params = leaf_shapes(computation.parameter_shapes)
 
     def __repr__(self) -> str:
@@ -59,7 +55,12 @@ def _prepare_cached(computation: Computation) -> Prepared:
     key = computation.fingerprint
     found = _prepared.get(key)
     if found is None:
-        found = _prepared[key] = prepare(computation, for_interpreter=True)
+        found = prepare(computation, for_interpreter=True)
+        fatal = sorted(set(mlir.op_names(found.computation.module)) & _FATAL_TO_INTERPRETER)
+        if fatal:
+            raise UnsupportedError(f"{computation.name}: the reference interpreter cannot run "
+                                   f"{', '.join(fatal)}")
+        _prepared[key] = found
         while len(_prepared) > _PREPARED_KEPT:
             _prepared.popitem(last=False)
     return found

@@ -79,10 +79,7 @@ class Executable:
         return f"<Executable {self.computation.signature()} on {self.backend}>"
 
     def __call__(self, *args):
-        for a in args:
-            if type(a) is np.ndarray and not a.dtype.isnative:
-                args = native_byte_order(args)
-                break
+        args = native_byte_order(args)
         # x64 on for this thread during the call: 64-bit arguments stay 64-bit in jax's dispatch
         previous = _swap_x64(True)
         try:
