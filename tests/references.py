@@ -43,6 +43,20 @@ def pairs(et):
 
 # -- helpers ----------------------------------------------------------------------------
 
+def numpy_aligned(lhs_dims, rhs_dims, broadcast_dimensions):
+    """Operand dimensions for which numpy broadcasting computes what XLA's does: the
+    lower-rank operand's dimension i moves to broadcast_dimensions[i], the others are 1
+    (spec/broadcasting.md, "Broadcast composition")."""
+    lhs_dims, rhs_dims = tuple(lhs_dims), tuple(rhs_dims)
+    if len(lhs_dims) == len(rhs_dims):
+        return lhs_dims, rhs_dims
+    small, large = (lhs_dims, rhs_dims) if len(lhs_dims) < len(rhs_dims) else (rhs_dims, lhs_dims)
+    grown = [1] * len(large)
+    for i, d in enumerate(broadcast_dimensions):
+        grown[d] = small[i]
+    return (tuple(grown), large) if small is lhs_dims else (large, tuple(grown))
+
+
 def _ints(a):
     a = np.asarray(a).reshape(-1)
     if a.dtype.itemsize == 1 and a.dtype.kind not in "iu":  # int4 types: no Python ints of their own

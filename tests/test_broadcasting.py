@@ -12,6 +12,7 @@ import hlogen as hg
 from hlogen import broadcasting as B
 from hlogen import ops
 from tests.helpers import BACKENDS, run
+from tests.references import numpy_aligned
 
 SAMPLES = pathlib.Path(__file__).resolve().parent.parent / "samples"
 
@@ -85,18 +86,6 @@ def test_invalid_combinations_name_op_shapes_dims_and_rule(lhs, rhs, dims, rule)
     assert f"(rule: {rule})" in message
 
 
-def _reference(lhs, rhs, dims):
-    """numpy broadcasting after InDim: the lower-rank operand gets 1s where unmapped."""
-    if len(lhs) == len(rhs):
-        return None
-    swap = len(lhs) < len(rhs)
-    small, large = (lhs, rhs) if swap else (rhs, lhs)
-    grown = [1] * len(large)
-    for i, d in enumerate(dims):
-        grown[d] = small[i]
-    return grown, swap
-
-
 def _sample_module(name):
     spec = importlib.util.spec_from_file_location(f"sample_{name}", SAMPLES / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
@@ -140,11 +129,6 @@ def test_every_sample_matches_numpy(name, backend):
     rng = np.random.default_rng(len(name))
     args = [rng.standard_normal(s.dimensions).astype(np.float32) for s in comp.parameter_shapes]
     lhs, rhs = args
-    found = _reference(lhs.shape, rhs.shape, SAMPLE_DIMS.get(name, ()))
-    if found is not None:
-        grown, swap = found
-        if swap:
-            lhs = lhs.reshape(grown) if lhs.ndim else lhs
-        else:
-            rhs = rhs.reshape(grown) if rhs.ndim else rhs
-    np.testing.assert_allclose(run(comp, backend, *args), lhs + rhs, rtol=1e-6)
+    lhs_dims, rhs_dims = numpy_aligned(lhs.shape, rhs.shape, SAMPLE_DIMS.get(name, ()))
+    np.testing.assert_allclose(run(comp, backend, *args), lhs.reshape(lhs_dims) + rhs.reshape(rhs_dims),
+                               rtol=1e-6)

@@ -10,6 +10,7 @@ import hlogen as hg
 from hlogen import broadcasting as B
 from hlogen import ops
 from tests.helpers import run_both
+from tests.references import numpy_aligned
 
 SETTINGS = settings(max_examples=25, deadline=None)
 
@@ -81,10 +82,4 @@ def test_broadcast_plan_matches_numpy(case):
     lhs, rhs, dims = case
     bdims = dims if len(lhs) != len(rhs) and min(len(lhs), len(rhs)) else ()
     plan = B.binary_broadcast("add", hg.Shape(hg.f32, lhs), hg.Shape(hg.f32, rhs), bdims)
-    small, large = (lhs, rhs) if len(lhs) < len(rhs) else (rhs, lhs)
-    aligned = [1] * len(large)
-    for i, d in enumerate(bdims):
-        aligned[d] = small[i]
-    if len(lhs) == len(rhs):
-        aligned = small
-    assert plan.dimensions == np.broadcast_shapes(tuple(aligned), tuple(large))
+    assert plan.dimensions == np.broadcast_shapes(*numpy_aligned(lhs, rhs, bdims))
