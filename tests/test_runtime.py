@@ -54,6 +54,21 @@ def test_repeated_calls_through_the_fast_path_give_fresh_results():
     np.testing.assert_array_equal(exe(np.float32(1), wide[::2], Y), wide[::2] + Y)
 
 
+@pytest.mark.parametrize("et, wide", [(hg.f32, np.float64), (hg.s32, np.int64),
+                                      (hg.u32, np.uint64), (hg.c64, np.complex128)])
+def test_wider_arguments_are_refused_once_the_fast_path_is_warm(et, wide):
+    """Without x64, jax's dispatch would take a 64-bit array or numpy scalar for its
+    32-bit twin and narrow it silently; hlogen refuses it on every call."""
+    exe = hg.compile(single_op(ops.add, et[()], et[2]))
+    right = np.array([1, 2], et.dtype)
+    for _ in range(3):
+        np.testing.assert_array_equal(exe(et.dtype.type(1), right), right + 1)
+    with pytest.raises(hg.InputError, match=f"parameter 'p1' of case expects {et}\\[2\\]"):
+        exe(et.dtype.type(1), right.astype(wide))
+    with pytest.raises(hg.InputError, match=f"parameter 'p0' of case expects {et}\\[\\]"):
+        exe(wide(1), right)
+
+
 @pytest.mark.parametrize("et", [hg.f64, hg.s64, hg.u64, hg.c128, hg.bf16, hg.s4, hg.pred])
 def test_every_type_survives_repeated_calls(et):
     """64-bit types stay 64-bit (jax would canonicalize them without x64)."""
@@ -74,6 +89,12 @@ def test_other_byte_orders_are_read_correctly(backend):
     for _ in range(3):  # the first call fills the fast path; the later ones use it
         np.testing.assert_array_equal(exe(np.float32(2), X, Y), 2 * X + Y)
         np.testing.assert_array_equal(exe(np.float32(2), X.astype(">f4"), Y.astype(">f4")), 2 * X + Y)
+    # in a tuple parameter (a call that never takes the fast path)
+    b = hg.Builder("pair")
+    t = b.parameter(hg.tuple_shape(hg.f32[3], hg.f32[3]), "t")
+    pair = hg.compile(b.build(ops.add(ops.get_tuple_element(t, 0), ops.get_tuple_element(t, 1))),
+                      backend=backend)
+    np.testing.assert_array_equal(pair((X.astype(">f4"), Y.astype(">f4"))), X + Y)
 
 
 def test_jax_arrays_are_accepted():

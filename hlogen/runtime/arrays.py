@@ -48,18 +48,13 @@ def _flatten(where, shape, arg, flat):
     flat.append(check_array(where, shape, arg))
 
 
-def native_byte_order(args: tuple) -> tuple:
-    """`args`, with numpy arrays of the other byte order converted to the machine's
-    (the same tuple when there are none, the common case).
+def native(array: np.ndarray) -> np.ndarray:
+    """`array` in the machine's byte order.
 
-    jax's C++ dispatch reads a big-endian float32 array as if it were little-endian
-    (jax.jit returns garbage for it), so such arrays never reach it.
+    jax reads a big-endian float32 array as if it were little-endian (jax.jit returns
+    garbage for it), so arrays of the other byte order are converted before they reach it.
     """
-    for a in args:
-        if type(a) is np.ndarray and not a.dtype.isnative:
-            return tuple(x.astype(x.dtype.newbyteorder("="), copy=False) if isinstance(x, np.ndarray) else x
-                         for x in args)
-    return args
+    return array if array.dtype.isnative else array.astype(array.dtype.newbyteorder("="))
 
 
 def check_array(where: str, shape: T.Shape, arg) -> np.ndarray:
@@ -68,7 +63,7 @@ def check_array(where: str, shape: T.Shape, arg) -> np.ndarray:
         if np.dtype(arg.dtype).newbyteorder("=") != shape.dtype:
             raise InputError(f"{where} expects {shape} ({shape.dtype} elements), got "
                              f"{_describe(arg)}")
-        array = np.asarray(arg)
+        array = native(np.asarray(arg))
     else:
         try:
             array = T.as_array(arg, shape.element_type, what=where)

@@ -16,7 +16,7 @@ from hlogen.computation import Computation
 from hlogen.errors import ExecutionError, UnsupportedError
 from hlogen.runtime import _jaxlib
 from hlogen.runtime.arrays import (check_signature, flatten_arguments, leaf_shapes,
-                                   native_byte_order, structure_results)
+                                   native, structure_results)
 from hlogen.runtime.execution import prepare
 
 _cache: collections.OrderedDict = collections.OrderedDict()  # least recently used first
@@ -79,7 +79,10 @@ class Executable:
         return f"<Executable {self.computation.signature()} on {self.backend}>"
 
     def __call__(self, *args):
-        args = native_byte_order(args)
+        for a in args:  # the check inline, not a call: this is the hot path
+            if type(a) is np.ndarray and not a.dtype.isnative:
+                args = tuple(native(a) if isinstance(a, np.ndarray) else a for a in args)
+                break
         # x64 on for this thread during the call: 64-bit arguments stay 64-bit in jax's dispatch
         previous = _swap_x64(True)
         try:
