@@ -41,7 +41,11 @@ class Op:
 
     def __bool__(self):
         raise HlogenError(f"{self!r} is a value of a computation under construction, not a "
-                          f"Python boolean: use ops.select or ops.conditional")
+                          f"Python boolean: use ops.select to choose between values")
+
+    def __getitem__(self, index):
+        raise HlogenError(f"{self!r} cannot be indexed: use ops.get_tuple_element(op, i) for an "
+                          f"element of a tuple")
 
     # XlaOp's C++ operators. Imported late: ops depend on this module.
     def _binary(name):

@@ -288,8 +288,12 @@ def test_errors_name_the_op_the_types_and_the_rule():
         ops.add(f, other)
 
 
-def test_op_has_no_truth_value():
+def test_op_has_no_truth_value_and_no_items():
     x = hg.Builder("truth").parameter(hg.f32[2], "x")
-    with pytest.raises(hg.HlogenError, match="not a Python boolean"):
+    with pytest.raises(hg.HlogenError, match="not a Python boolean: use ops.select"):
         if x < 1.0:
             pass
+    with pytest.raises(hg.HlogenError, match=r"Op\(f32\[2\]\) cannot be indexed: use ops.get_tuple_element"):
+        x[0]  # noqa: B018
+    with pytest.raises(hg.HlogenError, match="cannot be indexed"):
+        a, b = x
