@@ -79,9 +79,11 @@ class Executable:
         return f"<Executable {self.computation.signature()} on {self.backend}>"
 
     def __call__(self, *args):
-        for a in args:  # the check inline, not a call: this is the hot path
+        # jax's C++ dispatch takes arrays as they are (check_array is not on its path):
+        # other byte orders are converted here. Inline, not a call: this is the hot path.
+        for a in args:
             if type(a) is np.ndarray and not a.dtype.isnative:
-                args = tuple(native(a) if isinstance(a, np.ndarray) else a for a in args)
+                args = tuple(native(x) if isinstance(x, np.ndarray) else x for x in args)
                 break
         # x64 on for this thread during the call: 64-bit arguments stay 64-bit in jax's dispatch
         previous = _swap_x64(True)
