@@ -44,7 +44,7 @@ class BroadcastPlan:
 
 def binary_broadcast(op: str, lhs, rhs, broadcast_dimensions=()) -> BroadcastPlan:
     """The broadcast plan for `op(lhs, rhs, broadcast_dimensions)`; lhs/rhs are Shapes."""
-    bdims = tuple(int(d) for d in (broadcast_dimensions or ()))
+    bdims = tuple(broadcast_dimensions)
 
     def fail(rule, detail=""):
         raise ShapeError(

@@ -86,6 +86,21 @@ def test_invalid_combinations_name_op_shapes_dims_and_rule(lhs, rhs, dims, rule)
     assert f"(rule: {rule})" in message
 
 
+
+@pytest.mark.parametrize("dims", [["a"], 3, [1.5], [True]])
+def test_broadcast_dimensions_must_be_integers(dims):
+    b = hg.Builder("not_integers")
+    x, y = b.parameter(hg.f32[2, 3]), b.parameter(hg.f32[3])
+    with pytest.raises(hg.ShapeError, match=r"add: broadcast_dimensions must be a sequence of integers"):
+        ops.add(x, y, broadcast_dimensions=dims)
+
+
+def test_broadcast_dimensions_may_be_numpy_integers():
+    b = hg.Builder("numpy_dims")
+    x, y = b.parameter(hg.f32[2, 3]), b.parameter(hg.f32[3])
+    assert ops.add(x, y, broadcast_dimensions=np.array([1])).shape == hg.f32[2, 3]
+    assert ops.add(x, x, broadcast_dimensions=np.array([0, 1])).shape == hg.f32[2, 3]
+
 def _sample_module(name):
     spec = importlib.util.spec_from_file_location(f"sample_{name}", SAMPLES / f"{name}.py")
     module = importlib.util.module_from_spec(spec)

@@ -25,7 +25,8 @@ from hlogen.errors import ShapeError
 from hlogen.ops.conversion import bitcast_convert_type, convert_element_type
 from hlogen.ops._common import (ANY, ARITHMETIC, COMPLEX, FLOAT, FLOATING, INTEGER, LOGICAL,
                                 PRED, SIGNED, UNSIGNED, array_operand, as_operands,
-                                broadcast_in_dim, check_kind, full_like, same_element_type)
+                                broadcast_in_dim, check_kind, full_like, int_list,
+                                same_element_type)
 
 # -- binary arithmetic ------------------------------------------------------------------
 
@@ -58,10 +59,13 @@ def _binary_operands(name, lhs, rhs, broadcast_dimensions, kinds):
 
     Returns the element type, the shape both operands now have, and the operands.
     """
-    if (type(lhs) is Op and type(rhs) is Op and lhs.shape == rhs.shape and not broadcast_dimensions
+    if (type(lhs) is Op and type(rhs) is Op and lhs.shape == rhs.shape
+            and type(broadcast_dimensions) is tuple and not broadcast_dimensions
             and lhs.builder is rhs.builder and type(lhs.shape) is T.Shape):
         # the common case, on the hot path of emission: nothing to convert or broadcast
         return check_kind(name, "lhs", lhs, kinds), lhs.shape, lhs, rhs
+    broadcast_dimensions = int_list(name, "broadcast_dimensions",
+                                    () if broadcast_dimensions is None else broadcast_dimensions)
     lhs, rhs = as_operands(name, lhs, rhs)
     et = same_element_type(name, ("lhs", lhs), ("rhs", rhs))
     check_kind(name, "lhs", lhs, kinds)
@@ -213,7 +217,7 @@ def _unary_op(name, operand):
         # XLA CPU sign-extends s4 before counting (popcnt(-8) = 5); count the u4 bits.
         unsigned = _unary_op(name, bitcast_convert_type(operand, T.u4))
         return bitcast_convert_type(unsigned, et)
-    result_et = {SAME: et, PRED_RESULT: T.ELEMENT_TYPES["pred"], COMPONENT: et.component}[result]
+    result_et = {SAME: et, PRED_RESULT: T.pred, COMPONENT: et.component}[result]
     shape = T.Shape(result_et, operand.shape.dimensions)
     return operand.builder.add_op(mlir_name, shape, [operand])
 
