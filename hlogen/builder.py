@@ -125,7 +125,8 @@ class Builder:
         """A constant from a numpy array or Python value.
 
         Without `dtype`, numpy arrays keep their dtype and Python values become
-        s32, f32, c64 or pred, as in XLA's literals.
+        s32, f32, c64 or pred, as in XLA's literals. With `dtype`, every value must be
+        representable in it (floats may round; overflow and truncation are errors).
         """
         self._check_open("constant")
         array = T.as_array(value, dtype, what="constant")

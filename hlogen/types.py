@@ -216,24 +216,27 @@ def as_array(value, et=None, what="value") -> np.ndarray:
     """`value` as a numpy array of element type `et`.
 
     Without `et`, numpy arrays keep their dtype and Python values take XLA's
-    defaults (s32, f32, c64, pred). With `et`, Python values must be exactly
-    representable in it.
+    defaults (s32, f32, c64, pred). With `et`, values (numpy ones too) must be
+    representable in it: floats may round, but nothing may overflow or be truncated.
     """
     if et is not None:
         et = element_type(et)
     if isinstance(value, (np.ndarray, np.generic)):
         if value.dtype not in _BY_DTYPE:
             raise ShapeError(f"{what}: numpy dtype {value.dtype} is not an XLA element type")
-        return np.asarray(value) if et is None else np.asarray(value).astype(et.dtype)
-    try:
         raw = np.asarray(value)
-    except (ValueError, TypeError) as e:
-        raise ShapeError(f"{what}: cannot make an array of {value!r}: {e}") from None
-    if raw.dtype == object or raw.dtype.kind not in "biufc":
-        raise ShapeError(f"{what}: {value!r} is not a number or a (nested) list of numbers")
-    if et is None:
-        kind = {"b": bool, "i": int, "u": int, "f": float, "c": complex}[raw.dtype.kind]
-        et = ELEMENT_TYPES[_PYTHON_DEFAULTS[kind]]
+        if et is None or raw.dtype == et.dtype:
+            return raw
+    else:
+        try:
+            raw = np.asarray(value)
+        except (ValueError, TypeError) as e:
+            raise ShapeError(f"{what}: cannot make an array of {value!r}: {e}") from None
+        if raw.dtype == object or raw.dtype.kind not in "biufc":
+            raise ShapeError(f"{what}: {value!r} is not a number or a (nested) list of numbers")
+        if et is None:
+            kind = {"b": bool, "i": int, "u": int, "f": float, "c": complex}[raw.dtype.kind]
+            et = ELEMENT_TYPES[_PYTHON_DEFAULTS[kind]]
     if et.kind != COMPLEX and raw.dtype.kind == "c":
         raise ShapeError(f"{what}: complex {value!r} cannot be {et.name}")
     with np.errstate(all="ignore"):

@@ -148,6 +148,12 @@ def test_constant_defaults_and_splats():
     assert "-0.0" in str(signed_zeros.value.owner)
     with pytest.raises(hg.ShapeError, match="not representable as s8"):
         b.constant(300, dtype=hg.s8)
+    # numpy values given a dtype convert only where nothing is lost (floats may round)
+    assert b.constant(np.array([0.1, 2]), dtype=hg.f16).shape == hg.f16[2]
+    with pytest.raises(hg.ShapeError, match="not representable as u8"):
+        b.constant(np.array([300]), dtype=hg.u8)
+    with pytest.raises(hg.ShapeError, match="not representable as s32"):
+        b.constant(np.array([1.5]), dtype=hg.s32)
     with pytest.raises(hg.ShapeError, match="not a number"):
         b.constant("text")
 

@@ -269,8 +269,12 @@ def test_errors_name_the_op_the_types_and_the_rule():
         ops.lt(c, c)
     with pytest.raises(hg.ShapeError, match=r"clz: operand has element type f32"):
         ops.clz(f)
-    with pytest.raises(hg.ShapeError, match=r"not representable as s32"):
+    with pytest.raises(hg.ShapeError, match=r"add: a number operand: 1.5 is not representable as s32"):
         ops.add(s, 1.5)
+    with pytest.raises(hg.ShapeError, match=r"not representable as s32"):  # numpy scalars alike
+        ops.add(s, np.float64(1.5))
+    with pytest.raises(hg.ShapeError, match=r"not representable as s32"):
+        ops.add(s, np.int64(2**40))
     with pytest.raises(hg.ShapeError, match=r"operand must be an Op or a Python number"):
         ops.add(s, "one")
     with pytest.raises(hg.ShapeError, match=r"at least one operand must be an Op"):

@@ -59,7 +59,7 @@ def _scalar(op_name, builder, value, et) -> Op:
             hasattr(value, "dtype") and getattr(value, "shape", None) == ()):
         raise ShapeError(f"{op_name}: operand must be an Op or a Python number, "
                          f"got {type(value).__name__} {value!r}")
-    array = T.as_array(value, et, what=f"{op_name}: the number {value!r}")
+    array = T.as_array(value, et, what=f"{op_name}: a number operand")
     return builder.constant(array)
 
 
