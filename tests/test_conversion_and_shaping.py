@@ -180,6 +180,13 @@ def test_broadcast_in_dim_matches_numpy(shape, out, dims, backend):
     np.testing.assert_array_equal(run(comp, backend, x), np.broadcast_to(expanded, out))
 
 
+
+def test_broadcast_in_dim_takes_any_sequence_of_integers():
+    x = np.arange(3, dtype=np.float32)
+    for dims in (np.array([1]), (d for d in [1])):  # numpy integers; a one-shot iterator
+        comp = single_op(lambda a: ops.broadcast_in_dim(a, [2, 3], dims), hg.f32[3])
+        np.testing.assert_array_equal(run(comp, "cpu", x), np.broadcast_to(x, (2, 3)))
+
 def test_broadcast_in_dim_errors():
     x = hg.Builder("bid").parameter(hg.f32[3], "x")
     with pytest.raises(hg.ShapeError, match=r"one entry per operand dimension"):

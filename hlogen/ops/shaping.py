@@ -48,8 +48,9 @@ def broadcast_in_dim(operand, out_dim_size, broadcast_dimensions):
     """BroadcastInDim: operand dimension i becomes output dimension broadcast_dimensions[i]
     (its size must be 1 or the output's); the other output dimensions replicate it."""
     shape = array_operand("broadcast_in_dim", "operand", operand)
-    result = broadcast_in_dim_shape(shape, out_dim_size, broadcast_dimensions)
-    return _emit_broadcast(operand, result.dimensions, tuple(broadcast_dimensions))
+    dims = int_list("broadcast_in_dim", "broadcast_dimensions", broadcast_dimensions)
+    result = broadcast_in_dim_shape(shape, out_dim_size, dims)
+    return _emit_broadcast(operand, result.dimensions, dims)
 
 
 def broadcast(operand, broadcast_sizes):
