@@ -4,13 +4,22 @@ A Builder owns one MLIR module with a `main` function under construction. Ops
 are value handles that remember their hlogen shape (computed by the shape rules,
 never read back from MLIR) and their builder. Every MLIR op is created at the
 end of the builder's block with the location of the user's line that asked for it.
+
+`trace` is the one mechanism that turns the computation an op takes (a
+comparator, a reducer, a loop body...) into a region: a Python callable is
+called with scalar (or array) parameters of a RegionBuilder, a Computation is
+checked against the signature XLA prescribes and inlined.
 """
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import re
+import traceback
 
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import func
+from jaxlib.mlir._mlir_libs import _jax_mlir_ext
 
 from hlogen import mlir
 from hlogen import types as T
@@ -141,12 +150,26 @@ class Builder:
         operation = self.emit(name, [mlir.ir_type(shape)], [o.value for o in operands], attributes)
         return Op(self, operation.result, shape)
 
-    def emit(self, name: str, result_types, operand_values, attributes=None) -> ir.Operation:
-        """Emits MLIR op `name` at the end of the computation, at the user's location."""
+    def emit(self, name: str, result_types, operand_values, attributes=None,
+             regions=()) -> ir.Operation:
+        """Emits MLIR op `name` at the end of the computation, at the user's location.
+
+        `regions` are traced computations (see `trace`), moved into the op in order.
+        """
         if self._built:
             self._check_open(name)
-        return ir.Operation.create(name, results=result_types, operands=operand_values,
-                                   attributes=attributes, loc=mlir.user_location(), ip=self._ip)
+        operation = ir.Operation.create(name, results=result_types, operands=operand_values,
+                                        attributes=attributes, regions=len(regions),
+                                        loc=mlir.user_location(), ip=self._ip)
+        for region, traced in zip(operation.regions, regions):
+            traced.block.append_to(region)
+        return operation
+
+    def add_op_with_regions(self, name: str, shapes, operands, attributes, regions) -> list[Op]:
+        """Emits MLIR op `name` with one result per shape of `shapes` and traced `regions`."""
+        operation = self.emit(name, [mlir.ir_type(s) for s in shapes],
+                              [o.value for o in operands], attributes, regions)
+        return [Op(self, r, s) for r, s in zip(operation.results, shapes)]
 
     def _check_open(self, what: str):
         if self._built:
@@ -192,6 +215,186 @@ def same_builder(op_name: str, *operands) -> "Builder":
         if builder is None:
             builder = o.builder
         elif o.builder is not builder:
+            hint = ""
+            if isinstance(o.builder, RegionBuilder) or isinstance(builder, RegionBuilder):
+                hint = (": a computation (comparator, reducer, body...) sees only its own "
+                        "parameters; pass other values as operands of the op")
             raise ShapeError(f"{op_name}: operands come from different builders "
-                             f"({builder!r} and {o.builder!r})")
+                             f"({builder!r} and {o.builder!r}){hint}")
     return builder
+
+
+# -- computations traced into regions -------------------------------------------------------
+
+class RegionBuilder(Builder):
+    """Builds the body of one computation an op takes, e.g. the comparator of sort.
+
+    Its parameters are the block arguments `trace` makes; it has no `parameter`
+    or `build` of its own, and closes once the computation is traced.
+    """
+
+    def __init__(self, parent: Builder, description: str, block: ir.Block):  # noqa: super not called
+        self.name = parent.name
+        self.parent = parent
+        self.description = description
+        self.module = parent.module  # the top module: functions a Computation calls go there
+        self._block = block
+        self._ip = ir.InsertionPoint(block)
+        self._parameter_names = []
+        self._built = False
+
+    def __repr__(self) -> str:
+        return f"<{self.description}>"
+
+    def parameter(self, shape, name=None):
+        raise HlogenError(f"parameter: {self.description} gets its parameters from the op; "
+                          f"use the arguments the callable receives")
+
+    def build(self, *results):
+        raise HlogenError(f"build: {self.description} is built by the op that takes it; "
+                          f"return its results from the callable instead")
+
+    def _check_open(self, what: str):
+        if self._built:
+            raise HlogenError(f"{what}: {self.description} was already traced; values of a "
+                              f"computation cannot be used outside it")
+
+
+@dataclasses.dataclass
+class Traced:
+    """A computation traced into a detached block, ready to move into its op's region."""
+
+    block: ir.Block
+    result_shapes: list
+    holder: ir.Operation  # owns the block until Builder.emit moves it
+
+
+def trace(builder: Builder, op_name: str, what: str, computation, parameter_shapes,
+          result_shapes=None) -> Traced:
+    """Traces `computation` (a Python callable or a Computation) for op `op_name`.
+
+    The computation gets one parameter per shape of `parameter_shapes` (scalars for
+    comparators and reducers). `result_shapes`, when given, is what it must return
+    (Python numbers returned by a callable become constants of those types); without
+    it, any Ops are accepted and the caller checks them. Errors name the op, `what`
+    (e.g. "comparator") and, inside a callable, the user's line.
+    """
+    from hlogen.computation import Computation
+    parameter_shapes = list(parameter_shapes)
+    description = f"the {what} of {op_name}"
+    loc = mlir.user_location()
+    holder = ir.Operation.create("builtin.module", regions=1, loc=loc)
+    block = holder.regions[0].blocks.append(*[mlir.ir_type(s) for s in parameter_shapes],
+                                            arg_locs=[loc] * len(parameter_shapes))
+    region_builder = RegionBuilder(builder, description, block)
+    if isinstance(computation, Computation):
+        values, shapes = _inline(region_builder, op_name, what, computation, parameter_shapes,
+                                 result_shapes)
+    elif callable(computation):
+        values, shapes = _call(region_builder, op_name, what, computation, parameter_shapes,
+                               result_shapes)
+    else:
+        raise ShapeError(f"{op_name}: {what} must be a Python callable or an hg.Computation, "
+                         f"got {type(computation).__name__} {computation!r}")
+    ir.Operation.create("stablehlo.return", operands=values, loc=loc, ip=region_builder._ip)
+    region_builder._built = True
+    return Traced(block, shapes, holder)
+
+
+def _describe_shapes(shapes) -> str:
+    return "(" + ", ".join(map(str, shapes)) + ")"
+
+
+def _call(rb: RegionBuilder, op_name, what, fn, parameter_shapes, result_shapes):
+    params = [Op(rb, arg, s) for arg, s in zip(rb._block.arguments, parameter_shapes)]
+    try:
+        inspect.signature(fn).bind(*params)
+    except TypeError:
+        raise ShapeError(f"{op_name}: the {what} is called with {len(params)} parameters "
+                         f"{_describe_shapes(parameter_shapes)}, but {_callable_name(fn)} does "
+                         f"not accept {len(params)} positional arguments") from None
+    except ValueError:
+        pass  # no signature to check (some builtins): the call itself will tell
+    try:
+        returned = fn(*params)
+    except HlogenError as e:
+        raise type(e)(f"{op_name}: in the {what} ({_user_line(e)}): {e}") from None
+    returned = list(returned) if isinstance(returned, (tuple, list)) else [returned]
+    if result_shapes is not None and len(returned) == len(result_shapes):
+        returned = [rb.constant(r, s.element_type) if _is_number(r) and isinstance(s, T.Shape)
+                    and s.rank == 0 else r for r, s in zip(returned, result_shapes)]
+    for i, r in enumerate(returned):
+        if not isinstance(r, Op):
+            raise ShapeError(f"{op_name}: the {what} must return Ops; result {i} is "
+                             f"{type(r).__name__} {r!r}")
+        if r.builder is not rb:
+            raise ShapeError(f"{op_name}: the {what} returns {r!r} from {r.builder!r}: a "
+                             f"computation can return only values it computed from its own "
+                             f"parameters")
+    shapes = [r.shape for r in returned]
+    _check_results(op_name, what, shapes, result_shapes)
+    return [r.value for r in returned], shapes
+
+
+def _inline(rb: RegionBuilder, op_name, what, computation, parameter_shapes, result_shapes):
+    name = computation.name
+    got = computation.parameter_shapes
+    if len(got) != len(parameter_shapes):
+        raise ShapeError(f"{op_name}: the {what} must take {len(parameter_shapes)} parameters "
+                         f"{_describe_shapes(parameter_shapes)}; computation {name!r} takes "
+                         f"{len(got)} {_describe_shapes(got)}")
+    for i, (g, want) in enumerate(zip(got, parameter_shapes)):
+        if g != want:
+            raise ShapeError(f"{op_name}: parameter {i} of the {what} must be {want}; "
+                             f"computation {name!r} has {g}")
+    _check_results(op_name, what, computation.result_shapes, result_shapes, name)
+    _copy_functions(rb.module, computation)
+    with rb._ip, mlir.user_location():
+        values = _jax_mlir_ext.inlined_func_call(computation._main, list(rb._block.arguments))
+    return list(values), list(computation.result_shapes)
+
+
+def _copy_functions(module: ir.Module, computation) -> None:
+    """Functions other than main that `computation` calls, copied into `module`."""
+    present = {ir.StringAttr(op.attributes["sym_name"]).value: op for op in module.body.operations
+               if "sym_name" in op.attributes}
+    for op in computation.module.body.operations:
+        name = ir.StringAttr(op.attributes["sym_name"]).value if "sym_name" in op.attributes else None
+        if op.operation is computation._main or name is None:
+            continue
+        if name in present:
+            if str(present[name]) != str(op):
+                raise HlogenError(f"computation {computation.name!r} calls a function @{name} "
+                                  f"that differs from the @{name} already in {module!r}")
+            continue
+        module.body.append(op.operation.clone(ip=False))
+
+
+def _check_results(op_name, what, shapes, expected, name=None):
+    if expected is None:
+        return
+    source = f"computation {name!r}" if name else "it"
+    if len(shapes) != len(expected):
+        raise ShapeError(f"{op_name}: the {what} must return {len(expected)} value(s) "
+                         f"{_describe_shapes(expected)}; {source} returns {len(shapes)} "
+                         f"{_describe_shapes(shapes)}")
+    for i, (g, want) in enumerate(zip(shapes, expected)):
+        if g != want:
+            raise ShapeError(f"{op_name}: result {i} of the {what} must be {want}; {source} "
+                             f"returns {g}")
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (bool, int, float, complex)) or (
+        hasattr(value, "dtype") and getattr(value, "shape", None) == ())
+
+
+def _callable_name(fn) -> str:
+    return getattr(fn, "__qualname__", None) or type(fn).__name__
+
+
+def _user_line(error: BaseException) -> str:
+    """file:line of the innermost frame of `error` outside hlogen: the user's line."""
+    frames = [f for f in traceback.extract_tb(error.__traceback__)
+              if not f.filename.startswith(mlir._PACKAGE_DIR)]
+    return f"{frames[-1].filename}:{frames[-1].lineno}" if frames else "<unknown>"

@@ -2,9 +2,16 @@
 from hlogen.ops.conversion import bitcast_convert_type, convert_element_type, reduce_precision
 from hlogen.ops.elementwise import *  # noqa: F401,F403 - generated from the op tables
 from hlogen.ops.elementwise import __all__ as _elementwise
+from hlogen.ops.indexing import dynamic_slice, dynamic_update_slice, gather, scatter
+from hlogen.ops.movement import (collapse, concatenate, get_dimension_size, pad, reshape, rev,
+                                 set_dimension_size, slice, slice_in_dim, transpose)
 from hlogen.ops.shaping import broadcast, broadcast_in_dim, iota
+from hlogen.ops.sorting import sort, top_k
 from hlogen.ops.tuples import get_tuple_element, tuple
 
 __all__ = sorted(_elementwise + [
     "bitcast_convert_type", "convert_element_type", "reduce_precision",
-    "broadcast", "broadcast_in_dim", "iota", "get_tuple_element", "tuple"])
+    "broadcast", "broadcast_in_dim", "iota", "get_tuple_element", "tuple",
+    "collapse", "concatenate", "get_dimension_size", "pad", "reshape", "rev",
+    "set_dimension_size", "slice", "slice_in_dim", "transpose",
+    "dynamic_slice", "dynamic_update_slice", "gather", "scatter", "sort", "top_k"])

@@ -89,6 +89,39 @@ def int_list(op_name: str, arg: str, values) -> tuple[int, ...]:
     return tuple(int(v) for v in result)
 
 
+def sizes(op_name: str, arg: str, values) -> tuple[int, ...]:
+    """Array dimension sizes: non-negative integers."""
+    result = int_list(op_name, arg, values)
+    if any(v < 0 for v in result):
+        raise ShapeError(f"{op_name}: {arg}={list(result)} must be non-negative sizes")
+    return result
+
+
+def dimension_list(op_name: str, arg: str, values, shape) -> tuple[int, ...]:
+    """Dimension numbers of `shape`: each in [0, rank), none repeated."""
+    dims = int_list(op_name, arg, values)
+    for d in dims:
+        if not 0 <= d < shape.rank:
+            raise ShapeError(f"{op_name}: {arg}={list(dims)} has {d}, which is not a dimension "
+                             f"of {shape} (rank {shape.rank})")
+    if len(set(dims)) != len(dims):
+        raise ShapeError(f"{op_name}: {arg}={list(dims)} repeats a dimension (operand {shape})")
+    return dims
+
+
+def as_operand_list(op_name: str, arg: str, values) -> list[Op]:
+    """The operands of a variadic op (sort, scatter, reduce...): a bare Op or a non-empty
+    list or tuple of array Ops (the op returns a bare Op for a bare one)."""
+    items = [values] if isinstance(values, Op) else (
+        list(values) if isinstance(values, (list, tuple)) else None)
+    if not items:
+        raise ShapeError(f"{op_name}: {arg} must be an Op or a non-empty list of Ops, got "
+                         f"{values!r}")
+    for i, v in enumerate(items):
+        array_operand(op_name, f"{arg}[{i}]", v)
+    return items
+
+
 # -- attributes -------------------------------------------------------------------------
 
 def i64_array(values) -> ir.Attribute:
