@@ -23,7 +23,7 @@ from jaxlib.mlir._mlir_libs import _jax_mlir_ext
 
 from hlogen import mlir
 from hlogen import types as T
-from hlogen.errors import HlogenError, ShapeError
+from hlogen.errors import HlogenError, ShapeError, UnsupportedError
 
 
 class Op:
@@ -355,19 +355,20 @@ def _inline(rb: RegionBuilder, op_name, what, computation, parameter_shapes, res
 
 
 def _copy_functions(module: ir.Module, computation) -> None:
-    """Functions other than main that `computation` calls, copied into `module`."""
-    present = {ir.StringAttr(op.attributes["sym_name"]).value: op for op in module.body.operations
-               if "sym_name" in op.attributes}
-    for op in computation.module.body.operations:
-        name = ir.StringAttr(op.attributes["sym_name"]).value if "sym_name" in op.attributes else None
-        if op.operation is computation._main or name is None:
+    """The functions other than main that `computation` calls, copied into `module`."""
+    def named(ops):
+        return {ir.StringAttr(op.attributes["sym_name"]).value: op for op in ops
+                if "sym_name" in op.attributes}
+
+    present = named(module.body.operations)
+    for name, op in named(computation.module.body.operations).items():
+        if name == "main":
             continue
-        if name in present:
-            if str(present[name]) != str(op):
-                raise HlogenError(f"computation {computation.name!r} calls a function @{name} "
-                                  f"that differs from the @{name} already in {module!r}")
-            continue
-        module.body.append(op.operation.clone(ip=False))
+        if name not in present:
+            module.body.append(op.operation.clone(ip=False))
+        elif str(present[name]) != str(op):
+            raise UnsupportedError(f"computation {computation.name!r} calls a function @{name} "
+                                   f"that differs from the @{name} already in the module")
 
 
 def _check_results(op_name, what, shapes, expected, name=None):

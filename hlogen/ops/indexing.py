@@ -277,13 +277,13 @@ _SCATTER_NAMES = ("update_window_dims", "inserted_window_dims", "input_batching_
 def scatter_window(operand: T.Shape, indices: T.Shape, updates: T.Shape,
                    mapping: IndexMapping) -> list[int]:
     """Checks the Scatter rules on shapes; returns the window size of every operand dimension."""
-    mapping.check(operand, indices, updates.rank)
     batch = mapping.batch_sizes(indices)
-    if updates.rank != len(batch) + len(mapping.window_dims):
+    if 0 <= mapping.index_vector_dim <= indices.rank and updates.rank != len(batch) + len(mapping.window_dims):
         mapping.fail(f"updates {updates} must have rank {len(batch) + len(mapping.window_dims)}: "
                      f"one dimension per indices dimension other than index_vector_dim "
                      f"({batch}) plus the {len(mapping.window_dims)} update_window_dims",
                      operand, indices)
+    mapping.check(operand, indices, updates.rank)
     window = [updates.dimensions[d] for d in mapping.window_dims]
     scatter_sizes = [s for d, s in enumerate(updates.dimensions) if d not in mapping.window_dims]
     if scatter_sizes != batch:
