@@ -16,19 +16,21 @@ import re
 from jaxlib.mlir import ir
 from jaxlib.mlir._mlir_libs import _stablehlo
 
-from hlogen import mlir
+from hlogen import mlir, preflight
 from hlogen.errors import HlogenError, InputError
 
 _BYTECODE_MAGIC = b"ML\xefR"
-_NAME_LOC = re.compile(r'loc\("((?:[^"\\]|\\.)*)"')
+# a name location, loc("x") or loc("x"(...)); not a file location, loc("f.mlir":1:2)
+_NAME_LOC = re.compile(r'loc\("((?:[^"\\]|\\.)*)"(?:\(|\)$)')
 
 
 class Computation:
     """A built computation: `.module`, `.as_text()`, `.to_bytecode()`, `.to_portable()`."""
 
-    def __init__(self, module: ir.Module):
+    def __init__(self, module: ir.Module, source: str | None = None):
         self.module = module
-        self._main = _find_main(module)
+        self.source = source  # the file (or "<text>") it was loaded from; None when built
+        self._main = _find_main(module, source)
 
     @property
     def name(self) -> str:
@@ -103,15 +105,16 @@ class Computation:
 
     def clone(self) -> "Computation":
         """An independent copy (passes change modules in place)."""
-        return Computation(ir.Module.parse(self.to_bytecode(), context=mlir.context()))
+        return Computation(ir.Module.parse(self.to_bytecode(), context=mlir.context()), self.source)
 
 
-def _find_main(module: ir.Module) -> ir.Operation:
+def _find_main(module: ir.Module, source) -> ir.Operation:
     for op in module.body.operations:
         if op.operation.name == "func.func" and \
                 ir.StringAttr(op.attributes["sym_name"]).value == "main":
             return op.operation
-    raise InputError("the module has no function @main: hlogen runs the function named main")
+    raise InputError(f"{source or 'the module'}: the module has no function @main: hlogen runs "
+                     f"the function named main")
 
 
 def load(source) -> Computation:
@@ -128,25 +131,36 @@ def load(source) -> Computation:
         source = source.encode()
     elif not isinstance(source, (bytes, bytearray)):
         raise InputError(f"load takes a path, MLIR text or bytes, got {type(source).__name__}")
-    return Computation(parse_module(bytes(source), where))
+    module = parse_module(bytes(source), where)
+    preflight.check_module(module, where)
+    return Computation(module, where)
 
 
 def _looks_like_path(text: str) -> bool:
-    return "\n" not in text and "{" not in text
+    if os.path.exists(text):
+        return True
+    return "\n" not in text and "{" not in text and not re.match(r"\s*(module|func\.func)\b", text)
 
 
 def parse_module(data: bytes, where: str = "<text>") -> ir.Module:
     """Parses text, bytecode or a portable artifact; errors name file, line and column."""
     ctx = mlir.context()
-    if data.startswith(_BYTECODE_MAGIC):
-        try:  # a portable artifact is VHLO bytecode; plain bytecode fails this
-            return _stablehlo.deserialize_portable_artifact(ctx, data)
-        except Exception:
-            pass
-    try:
-        module = ir.Module.parse(data, context=ctx)
-    except ir.MLIRError as e:
-        raise InputError(_parse_error(e, where)) from None
+    # diagnostics are collected, not printed: the error message carries them
+    with mlir.collected_diagnostics() as messages:
+        if data.startswith(_BYTECODE_MAGIC):
+            try:  # a portable artifact is VHLO bytecode; plain bytecode fails this
+                return _stablehlo.deserialize_portable_artifact(ctx, data)
+            except Exception:
+                messages.clear()
+        else:
+            preflight.check_text(data, where)
+        try:
+            module = ir.Module.parse(data, context=ctx)
+        except ir.MLIRError as e:
+            raise InputError(_parse_error(e, where)) from None
+        except Exception as e:  # e.g. bytecode the reader rejects before any diagnostic
+            detail = "; ".join(messages) or f"{type(e).__name__}: {e}"
+            raise InputError(f"{where}: cannot read this module: {detail}") from None
     return module
 
 

@@ -139,19 +139,29 @@ def diagnostics(error: ir.MLIRError) -> str:
     return "\n".join(lines) or str(error)
 
 
+def walk(module: ir.Module) -> list[ir.Operation]:
+    """Every op nested in `module`, in order (the module itself excluded).
+
+    Iterative: modules nest regions deeper than Python's recursion limit.
+    """
+    found = []
+    stack = [iter(module.body.operations)]
+    while stack:
+        op = next(stack[-1], None)
+        if op is None:
+            stack.pop()
+            continue
+        op = op.operation
+        found.append(op)
+        for region in reversed(list(op.regions)):
+            for block in reversed(list(region.blocks)):
+                stack.append(iter(block.operations))
+    return found
+
+
 def op_names(module: ir.Module) -> list[str]:
     """The names of every op nested in `module`, in order (the module itself excluded)."""
-    found = []
-
-    def visit(op):
-        for region in op.regions:
-            for block in region.blocks:
-                for inner in block.operations:
-                    found.append(inner.operation.name)
-                    visit(inner.operation)
-
-    visit(module.operation)
-    return found
+    return [op.name for op in walk(module)]
 
 
 def run_pipeline(module: ir.Module, pipeline: str) -> None:

@@ -8,6 +8,7 @@ there are tuple shapes and the token shape.
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import ml_dtypes
 import numpy as np
@@ -88,19 +89,33 @@ _BY_MLIR = {t.mlir: t for t in ELEMENT_TYPES.values()}
 
 
 def element_type(value) -> ElementType:
-    """An ElementType from an ElementType, its name ("f32") or a numpy dtype/type."""
+    """An ElementType from an ElementType, an XLA name ("f32", "s8"), an MLIR name
+    ("i8", "ui32", "f8E4M3FN"), a numpy dtype name ("float32") or a numpy dtype/type.
+
+    A string means the same everywhere (the API and the command line): numpy's
+    one-letter codes are not accepted ("i8" is MLIR's 8-bit integer, not numpy's int64).
+    """
     if isinstance(value, ElementType):
         return value
-    if isinstance(value, str) and value in ELEMENT_TYPES:
-        return ELEMENT_TYPES[value]
-    try:
-        found = _BY_DTYPE.get(np.dtype(value))
-    except TypeError:
+    if isinstance(value, str):
+        found = ELEMENT_TYPES.get(value) or _BY_MLIR.get(value)
+        if found is None and value.isidentifier():
+            try:  # numpy's full names only: "float32", "bfloat16", "bool"
+                dtype = np.dtype(value)
+                found = _BY_DTYPE.get(dtype) if dtype.name == value else None
+            except Exception:
+                found = None
+    elif value is None:
         found = None
+    else:
+        try:
+            found = _BY_DTYPE.get(np.dtype(value))
+        except Exception:  # numpy raises TypeError, ValueError, ... for non-dtypes
+            found = None
     if found is None:
         raise ShapeError(
             f"{value!r} is not an element type hlogen supports; use one of "
-            f"{', '.join(ELEMENT_TYPES)} (or the matching numpy dtype)")
+            f"{', '.join(ELEMENT_TYPES)}, an MLIR name such as i32 or ui8, or a numpy dtype")
     return found
 
 
@@ -110,6 +125,18 @@ def element_type_of_mlir(mlir_name: str) -> ElementType:
         return _BY_MLIR[mlir_name]
     except KeyError:
         raise ShapeError(f"MLIR element type {mlir_name} has no XLA counterpart in hlogen") from None
+
+
+# Sizes and byte counts are 64-bit signed integers in XLA and the interpreter: larger
+# ones end the process there (an overflowed extent product), so they are refused here.
+MAX_SIZE = 2**63
+
+
+def check_size(et: ElementType, dims: tuple) -> None:
+    """Refuses arrays whose byte size does not fit in a signed 64-bit integer."""
+    if math.prod(dims) * ((et.bits + 7) // 8) >= MAX_SIZE:
+        raise ShapeError(f"{et.name}[{','.join(map(str, dims))}] has {math.prod(dims)} elements: "
+                         f"its size in bytes does not fit in 64 bits (2**63)")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -123,14 +150,20 @@ class Shape:
         if type(self.element_type) is not ElementType:
             object.__setattr__(self, "element_type", element_type(self.element_type))
         dims = self.dimensions
-        if not isinstance(dims, tuple):
-            dims = tuple(dims)
+        if type(dims) is not tuple:
+            try:
+                dims = tuple(dims)
+            except TypeError:
+                raise ShapeError(f"shape dimensions must be a sequence of integers, got "
+                                 f"{dims!r}") from None
             object.__setattr__(self, "dimensions", dims)
         for d in dims:
-            if not isinstance(d, (int, np.integer)) or isinstance(d, bool) or d < 0:
-                raise ShapeError(f"shape dimensions must be non-negative integers, got {dims}")
-        if any(not isinstance(d, int) for d in dims):
-            object.__setattr__(self, "dimensions", tuple(int(d) for d in dims))
+            if not isinstance(d, (int, np.integer)) or isinstance(d, bool) or not 0 <= d < MAX_SIZE:
+                raise ShapeError(f"shape dimensions must be non-negative integers below 2**63, got {dims}")
+        if any(type(d) is not int for d in dims):
+            dims = tuple(int(d) for d in dims)
+            object.__setattr__(self, "dimensions", dims)
+        check_size(self.element_type, dims)
 
     @property
     def rank(self) -> int:
@@ -232,11 +265,15 @@ def as_array(value, et=None, what="value") -> np.ndarray:
             raw = np.asarray(value)
         except (ValueError, TypeError) as e:
             raise ShapeError(f"{what}: cannot make an array of {value!r}: {e}") from None
+        if raw.dtype == object and et is not None and et.kind in INTEGER:
+            return _exact_integers(value, et, what)  # Python ints beyond 64 bits
         if raw.dtype == object or raw.dtype.kind not in "biufc":
             raise ShapeError(f"{what}: {value!r} is not a number or a (nested) list of numbers")
         if et is None:
             kind = {"b": bool, "i": int, "u": int, "f": float, "c": complex}[raw.dtype.kind]
             et = ELEMENT_TYPES[_PYTHON_DEFAULTS[kind]]
+        elif et.kind in INTEGER and raw.dtype.kind == "f":
+            return _exact_integers(value, et, what)
     if et.kind != COMPLEX and raw.dtype.kind == "c":
         raise ShapeError(f"{what}: complex {value!r} cannot be {et.name}")
     with np.errstate(all="ignore"):
@@ -249,3 +286,19 @@ def as_array(value, et=None, what="value") -> np.ndarray:
     if np.any(lost):
         raise ShapeError(f"{what}: {value!r} is not representable as {et.name}")
     return converted
+
+
+def _exact_integers(value, et: ElementType, what: str) -> np.ndarray:
+    """Python numbers to an integer type without passing through float64 (numpy's
+    choice for ints beyond int64, which would round 2**63 + 1 to 2**63)."""
+    try:
+        objects = np.asarray(value, dtype=object)
+        if not all(isinstance(v, (bool, int, float, np.number)) and not isinstance(v, complex)
+                   for v in objects.flat):
+            raise TypeError
+        info = ml_dtypes.iinfo(et.dtype)
+        if not all(v == int(v) and info.min <= int(v) <= info.max for v in objects.flat):
+            raise OverflowError
+        return np.array([int(v) for v in objects.flat], dtype=et.dtype).reshape(objects.shape)
+    except (TypeError, ValueError, OverflowError):  # ragged, non-numbers, inf/nan, out of range
+        raise ShapeError(f"{what}: {value!r} is not representable as {et.name}") from None

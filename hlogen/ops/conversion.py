@@ -1,9 +1,11 @@
 """ConvertElementType, BitcastConvertType, ReducePrecision."""
 from __future__ import annotations
 
+from hlogen import semantics
 from hlogen import types as T
+from hlogen.builder import Op
 from hlogen.errors import ShapeError
-from hlogen.ops._common import COMPLEX, FLOAT, PRED, array_operand, check_kind, int_attr
+from hlogen.ops._common import COMPLEX, FLOAT, PRED, array_operand, check_kind
 
 
 def convert_element_type(operand, new_element_type):
@@ -53,11 +55,15 @@ def bitcast_convert_type(operand, new_element_type):
 
 def reduce_precision(operand, exponent_bits, mantissa_bits):
     """ReducePrecision: rounds to a float format with the given exponent and mantissa
-    bits (round to nearest even), overflowing to +-Inf, and back. Call with keywords."""
+    bits (round to nearest even), overflowing to +-Inf, and back; NaN stays NaN.
+    Call with keywords."""
     check_kind("reduce_precision", "operand", operand, {FLOAT})
+    # the attributes are 32-bit integers
     for name, value, least in (("exponent_bits", exponent_bits, 1), ("mantissa_bits", mantissa_bits, 0)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < least:
-            raise ShapeError(f"reduce_precision: {name}={value!r} must be an integer >= {least} "
-                             f"(operand {operand.shape})")
-    return operand.builder.add_op("stablehlo.reduce_precision", operand.shape, [operand], {
-        "exponent_bits": int_attr(exponent_bits, 32), "mantissa_bits": int_attr(mantissa_bits, 32)})
+        if isinstance(value, bool) or not isinstance(value, int) or not least <= value < 2**31:
+            raise ShapeError(f"reduce_precision: {name}={value!r} must be an integer in "
+                             f"[{least}, 2**31) (operand {operand.shape})")
+    # the function that also rewrites reduce_precision in loaded modules
+    value = semantics.reduce_precision(operand.builder, operand.shape, operand.value,
+                                       exponent_bits, mantissa_bits)
+    return Op(operand.builder, value, operand.shape)

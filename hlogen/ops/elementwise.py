@@ -14,18 +14,15 @@ are computed in f32 (as XLA CPU does), and PopulationCount of s4 counts u4 bits.
 """
 from __future__ import annotations
 
-import ml_dtypes
-from jaxlib.mlir.dialects import stablehlo
-
-from hlogen import mlir
+from hlogen import semantics
 from hlogen import types as T
 from hlogen.broadcasting import binary_broadcast, broadcast_shapes_exactly
 from hlogen.builder import Op, same_builder
 from hlogen.errors import ShapeError
 from hlogen.ops.conversion import bitcast_convert_type, convert_element_type
 from hlogen.ops._common import (ANY, ARITHMETIC, COMPLEX, FLOAT, FLOATING, INTEGER, LOGICAL,
-                                PRED, SIGNED, UNSIGNED, array_operand, as_operands,
-                                broadcast_in_dim, check_kind, full_like, int_list,
+                                PRED, UNSIGNED, array_operand, as_operands,
+                                broadcast_in_dim, check_kind, int_list,
                                 same_element_type)
 
 # -- binary arithmetic ------------------------------------------------------------------
@@ -67,6 +64,8 @@ def _binary_operands(name, lhs, rhs, broadcast_dimensions, kinds):
     broadcast_dimensions = int_list(name, "broadcast_dimensions",
                                     () if broadcast_dimensions is None else broadcast_dimensions)
     lhs, rhs = as_operands(name, lhs, rhs)
+    array_operand(name, "lhs", lhs)
+    array_operand(name, "rhs", rhs)
     et = same_element_type(name, ("lhs", lhs), ("rhs", rhs))
     check_kind(name, "lhs", lhs, kinds)
     plan = binary_broadcast(name, lhs.shape, rhs.shape, broadcast_dimensions)
@@ -91,25 +90,9 @@ def _binary_op(name, lhs, rhs, broadcast_dimensions):
 
 
 def _integer_division(name, mlir_name, shape, lhs, rhs):
-    """XLA's integer Div/Rem: x/0 = -1 (all ones), x%0 = x, INT_MIN/-1 = INT_MIN, INT_MIN%-1 = 0.
-
-    The divisor is replaced by 1 where it is 0 or where INT_MIN/-1 would overflow
-    (INT_MIN/1 and INT_MIN%1 are already the results XLA defines there).
-    """
-    from hlogen import ops
-    et = shape.element_type
-    is_zero = ops.eq(rhs, 0)
-    bad = is_zero
-    if et.kind == SIGNED:
-        int_min = int(ml_dtypes.iinfo(et.dtype).min)
-        bad = ops.or_(bad, ops.and_(ops.eq(lhs, int_min), ops.eq(rhs, -1)))
-    one = full_like(rhs, 1)
-    safe = ops.select(bad, one, rhs)
-    result = lhs.builder.add_op(mlir_name, shape, [lhs, safe])
-    if name == "div":
-        all_ones = -1 if et.kind == SIGNED else int(ml_dtypes.iinfo(et.dtype).max)
-        return ops.select(is_zero, full_like(result, all_ones), result)
-    return ops.select(is_zero, lhs, result)
+    """XLA's integer Div/Rem, emitted by the function that also rewrites loaded modules."""
+    value = semantics.integer_division(lhs.builder, mlir_name, shape, lhs.value, rhs.value)
+    return Op(lhs.builder, value, shape)
 
 
 # -- comparisons ------------------------------------------------------------------------
@@ -119,20 +102,6 @@ COMPARISONS = {
     "eq": ("Eq", "EQ"), "ne": ("Ne", "NE"), "ge": ("Ge", "GE"),
     "gt": ("Gt", "GT"), "le": ("Le", "LE"), "lt": ("Lt", "LT"),
 }
-_COMPARE_TYPE = {PRED: "UNSIGNED", SIGNED: "SIGNED", UNSIGNED: "UNSIGNED",
-                 FLOAT: "FLOAT", COMPLEX: "FLOAT"}
-_compare_attrs: dict = {}
-
-
-def _compare_attributes(direction: str, compare_type: str) -> dict:
-    key = (direction, compare_type)
-    if key not in _compare_attrs:
-        ctx = mlir.context()
-        _compare_attrs[key] = {
-            "comparison_direction": stablehlo.ComparisonDirectionAttr.get(direction, ctx),
-            "compare_type": stablehlo.ComparisonTypeAttr.get(compare_type, ctx)}
-    return _compare_attrs[key]
-
 
 def _compare(name, lhs, rhs, broadcast_dimensions, total_order):
     direction = COMPARISONS[name.removesuffix("_total_order")][1]
@@ -140,27 +109,15 @@ def _compare(name, lhs, rhs, broadcast_dimensions, total_order):
     if et.kind == COMPLEX and direction not in ("EQ", "NE"):
         raise ShapeError(f"{name}: complex numbers are not ordered; only eq and ne compare "
                          f"{lhs.shape} operands")
-    compare_type = _COMPARE_TYPE[et.kind]
+    result_shape = shape.with_element_type(T.pred)
     if total_order and et.kind == FLOAT:
-        lhs, rhs = _total_order_key(lhs), _total_order_key(rhs)
-        compare_type = "SIGNED"
-    return lhs.builder.add_op("stablehlo.compare", shape.with_element_type(T.pred), [lhs, rhs],
-                              _compare_attributes(direction, compare_type))
+        # the function that also rewrites TOTALORDER compares of loaded modules
+        value = semantics.total_order_compare(lhs.builder, direction, shape, lhs.value, rhs.value)
+        return Op(lhs.builder, value, result_shape)
+    return lhs.builder.add_op("stablehlo.compare", result_shape, [lhs, rhs],
+                              semantics.compare_attributes(direction,
+                                                           semantics.compare_type_of(et)))
 
-
-def _total_order_key(x: Op) -> Op:
-    """Signed integers that order as XLA's total order of the floats `x`.
-
-    Bitcast to a signed integer; negative values (sign bit set) get their other
-    bits flipped so that larger magnitudes order lower: k ^ ((k >>a (n-1)) >>l 1).
-    """
-    from hlogen import ops
-    bits = x.shape.element_type.bits
-    key = ops.bitcast_convert_type(x, _SIGNED_OF_WIDTH[bits])
-    return ops.xor(key, ops.shift_right_logical(ops.shift_right_arithmetic(key, bits - 1), 1))
-
-
-_SIGNED_OF_WIDTH = {t.bits: t for t in T.ELEMENT_TYPES.values() if t.kind == SIGNED}
 
 # -- unary functions --------------------------------------------------------------------
 
@@ -258,6 +215,8 @@ def clamp(min, operand, max):  # noqa: A002 - the spec's argument names
     of its element type.
     """
     lo, x, hi = as_operands("clamp", min, operand, max)
+    for arg, value in (("min", lo), ("operand", x), ("max", hi)):
+        array_operand("clamp", arg, value)
     same_element_type("clamp", ("min", lo), ("operand", x), ("max", hi))
     check_kind("clamp", "operand", x, ANY)
     broadcast_shapes_exactly("clamp", [("min", lo.shape), ("operand", x.shape), ("max", hi.shape)],

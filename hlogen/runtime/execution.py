@@ -1,6 +1,7 @@
 """The module a backend runs, prepared from a Computation.
 
-Both backends get the `legalize` pipeline. A module whose parameters or results
+Both backends get the preflight checks, the `legalize` pipeline and XLA's semantics
+where StableHLO leaves results open. A module whose parameters or results
 are tuples is wrapped in a `main` with one parameter and one result per leaf
 (PJRT passes arrays, not tuples). For the reference interpreter, results that
 Python cannot read back from MLIR attributes (bf16, f8, int4, complex; reading a
@@ -12,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from jaxlib.mlir._mlir_libs import _jax_mlir_ext
 
-from hlogen import mlir, passes
+from hlogen import mlir, passes, preflight, semantics
 from hlogen import types as T
 from hlogen.builder import Builder, Op
 from hlogen.computation import Computation
@@ -53,7 +54,13 @@ class Prepared:
 
 
 def prepare(computation: Computation, for_interpreter: bool) -> Prepared:
+    """The module a backend runs: checked (hlogen.preflight), legalized, with XLA's
+    semantics where StableHLO leaves results open (hlogen.semantics), then checked
+    for the ops the backend can run."""
+    where = computation.source or computation.name
+    preflight.check_module(computation.module, where)
     legal = passes.run(computation, "legalize")
+    semantics.rewrite_module(legal.module)
     leaves_out = leaf_shapes(computation.result_shapes)
     read = ["as_is" if not for_interpreter or leaf.element_type.name in _READABLE
             else "complex" if leaf.element_type.kind == T.COMPLEX else "carrier"
@@ -62,6 +69,7 @@ def prepare(computation: Computation, for_interpreter: bool) -> Prepared:
                      for s in computation.parameter_shapes + computation.result_shapes)
     if has_tuples or any(r != "as_is" for r in read):
         legal = _wrap(legal, read)
+    preflight.check_backend(legal.module, "interpret" if for_interpreter else "pjrt", where)
     return Prepared(legal, computation.result_shapes, read)
 
 

@@ -1,0 +1,184 @@
+"""The checks every module passes before native code sees it.
+
+MLIR's parser, XLA and the reference interpreter end the process (SIGSEGV,
+SIGABRT, SIGFPE) on some inputs that look valid instead of reporting an error.
+What can be known before running is checked here, and refused with an
+hg.HlogenError that names the file, the op and its location:
+- `check_text`: bracket nesting of MLIR text within a bound (the parser and the
+  printer recurse once per level);
+- `check_module`: a public `@main` with a body, no other function declarations,
+  region nesting within a bound, static shapes of element types hlogen supports
+  whose byte sizes fit in 64 bits;
+- `check_backend`: only ops the backend can run (`UNSUPPORTED` is the table).
+What depends on data (a sort comparator that is not a strict weak order, memory
+exhausted while running) cannot be known here: the command line runs computations
+in a child process for that (see hlogen_cli.isolation).
+"""
+from __future__ import annotations
+
+import re
+
+from jaxlib.mlir import ir
+
+from hlogen import mlir
+from hlogen import types as T
+from hlogen.errors import HlogenError, InputError, UnsupportedError
+
+# MLIR's parser crashes near 3,000 nested regions and 20,000 nested types; XLA and the
+# interpreter recurse on regions too. No real program comes near these bounds.
+MAX_TEXT_NESTING = 512
+MAX_REGION_NESTING = 128
+
+
+def _no_f32_fft(op) -> bool:
+    # the interpreter reads complex<f32> FFT values with the wrong semantics and aborts
+    return any("f32" in str(v.type) for v in list(op.operands) + list(op.results))
+
+
+def _tuple_operands(op) -> bool:
+    return any(str(v.type).startswith("tuple<") for v in op.operands)
+
+
+def _inside_region(op) -> bool:
+    parent = op.parent
+    return parent is not None and parent.name != "func.func"
+
+
+_NOT_BY_ITSELF = "the interpreter runs it only in its parallel runner (replicas), which hlogen does not use"
+_DECOMPOSABLE = "the interpreter does not implement it (it aborts)"
+
+# backend -> {op name: (why, when)}: the ops a backend cannot run. `when` is None
+# (always) or a predicate of the op. Ops of dialects other than stablehlo and func are
+# refused by the interpreter as well (it aborts on them).
+UNSUPPORTED = {
+    "interpret": {
+        **{name: (_DECOMPOSABLE, None) for name in (
+            "stablehlo.batch_norm_grad", "stablehlo.batch_norm_inference",
+            "stablehlo.batch_norm_training", "stablehlo.broadcast", "stablehlo.cholesky",
+            "stablehlo.create_token", "stablehlo.cross-replica-sum", "stablehlo.dot",
+            "stablehlo.einsum", "stablehlo.rng", "stablehlo.rng_bit_generator",
+            "stablehlo.torch_index_select", "stablehlo.triangular_solve",
+            "stablehlo.unary_einsum", "stablehlo.custom_call", "stablehlo.infeed",
+            "stablehlo.outfeed", "stablehlo.send", "stablehlo.recv")},
+        **{name: (_NOT_BY_ITSELF, None) for name in (
+            "stablehlo.all_gather", "stablehlo.all_reduce", "stablehlo.all_to_all",
+            "stablehlo.collective_broadcast", "stablehlo.collective_permute",
+            "stablehlo.partition_id", "stablehlo.reduce_scatter", "stablehlo.replica_id")},
+        "stablehlo.fft": ("the interpreter aborts on complex<f32> (c64) FFTs; c128 works",
+                          _no_f32_fft),
+        "func.call": ("the interpreter aborts on tuples passed to func.call", _tuple_operands),
+    },
+    "pjrt": {
+        "stablehlo.custom_call": ("XLA aborts on a custom_call inside a region", _inside_region),
+    },
+}
+_INTERPRETER_DIALECTS = ("stablehlo.", "func.")
+
+
+def check_text(data: bytes, where: str) -> None:
+    """Refuses MLIR text whose brackets nest deeper than MAX_TEXT_NESTING."""
+    opening = sum(data.count(c) for c in (b"{", b"(", b"<", b"["))
+    if opening <= MAX_TEXT_NESTING:
+        return  # cannot nest deeper than it has brackets
+    text = data.decode("utf-8", errors="replace")
+    depth = 0
+    for m in _BRACKETS.finditer(text):
+        token = m.group()
+        if token in "{(<[":
+            depth += 1
+            if depth > MAX_TEXT_NESTING:
+                line = text.count("\n", 0, m.start()) + 1
+                col = m.start() - (text.rfind("\n", 0, m.start()) + 1) + 1
+                raise InputError(f"{where}:{line}:{col}: brackets nest deeper than "
+                                 f"{MAX_TEXT_NESTING} levels; hlogen refuses such modules "
+                                 f"(MLIR's parser would overflow its stack)")
+        elif token in "})>]":
+            depth = max(depth - 1, 0)
+
+
+# strings and arrows are skipped; every other bracket counts
+_BRACKETS = re.compile(r'"(?:[^"\\]|\\.)*"|->|[{}()<>\[\]]')
+
+
+def check_module(module: ir.Module, where: str) -> None:
+    """The structural checks (see the module docstring); `where` names the source."""
+    main = None
+    for op in module.body.operations:
+        op = op.operation
+        if op.name != "func.func":
+            continue
+        name = ir.StringAttr(op.attributes["sym_name"]).value
+        if not op.regions[0].blocks:
+            raise InputError(f"{located(op, where)}: function @{name} is a declaration without "
+                             f"a body; hlogen runs modules whose functions are all defined")
+        if name == "main":
+            main = op
+    if main is None:
+        raise InputError(f"{where}: the module has no function @main: hlogen runs the "
+                         f"function named main")
+    if "sym_visibility" in main.attributes and \
+            ir.StringAttr(main.attributes["sym_visibility"]).value != "public":
+        raise InputError(f"{located(main, where)}: @main must be public (it is the entry point)")
+    _check_ops(module, where)
+
+
+def _check_ops(module, where) -> None:
+    seen: dict = {}  # type text -> checked
+    stack = [(iter(module.body.operations), 0)]
+    while stack:
+        op = next(stack[-1][0], None)
+        if op is None:
+            stack.pop()
+            continue
+        depth = stack[-1][1]
+        op = op.operation
+        for v in op.results:
+            _check_type(v.type, op, where, seen)
+        for region in op.regions:
+            if depth + 1 > MAX_REGION_NESTING:
+                raise InputError(f"{located(op, where)}: {op.name}: regions nest deeper than "
+                                 f"{MAX_REGION_NESTING} levels; hlogen refuses such modules")
+            for block in region.blocks:
+                for arg in block.arguments:
+                    _check_type(arg.type, op, where, seen)
+                stack.append((iter(block.operations), depth + 1))
+
+
+def _check_type(t, op, where, seen) -> None:
+    text = str(t)
+    if text in seen:
+        return
+    try:
+        T.leaves(mlir.shape_of_type(t))
+    except HlogenError as e:
+        raise InputError(f"{located(op, where)}: {op.name}: {e}") from None
+    seen[text] = True
+
+
+def check_backend(module: ir.Module, backend: str, where: str) -> None:
+    """Refuses ops `backend` ("interpret" or "pjrt") cannot run, by UNSUPPORTED."""
+    table = UNSUPPORTED[backend]
+    for op in mlir.walk(module):
+        entry = table.get(op.name)
+        if entry is not None and (entry[1] is None or entry[1](op)):
+            raise UnsupportedError(f"{located(op, where)}: {_backend_words(backend)} cannot run "
+                                   f"{op.name}: {entry[0]}")
+        if backend == "interpret" and not op.name.startswith(_INTERPRETER_DIALECTS):
+            raise UnsupportedError(f"{located(op, where)}: {_backend_words(backend)} cannot run "
+                                   f"{op.name}: it runs StableHLO and func ops only")
+
+
+def _backend_words(backend: str) -> str:
+    return "the reference interpreter" if backend == "interpret" else "XLA (PJRT)"
+
+
+_FILE_LINE_COL = re.compile(r'"((?:[^"\\]|\\.)*)":(\d+):(\d+)')
+
+
+def located(op, where: str) -> str:
+    """`where:line:col` of `op` ("-" in MLIR's locations is the text hlogen parsed)."""
+    m = _FILE_LINE_COL.search(str(op.location))
+    if m is None:
+        return where
+    file = where if m.group(1) in ("-", "") else m.group(1)
+    return f"{file}:{m.group(2)}:{m.group(3)}"
