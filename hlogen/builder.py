@@ -161,8 +161,9 @@ class Builder:
         operation = ir.Operation.create(name, results=result_types, operands=operand_values,
                                         attributes=attributes, regions=len(regions),
                                         loc=mlir.user_location(), ip=self._ip)
-        for region, traced in zip(operation.regions, regions):
-            traced.block.append_to(region)
+        if regions:  # reading operation.regions costs, on the hot path of emission
+            for region, traced in zip(operation.regions, regions):
+                traced.block.append_to(region)
         return operation
 
     def add_op_with_regions(self, name: str, shapes, operands, attributes, regions) -> list[Op]:

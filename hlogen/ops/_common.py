@@ -78,7 +78,12 @@ def check_dimension(op_name: str, arg: str, value, rank: int) -> int:
     return value
 
 
+_ONLY_INT = frozenset({int})
+
+
 def int_list(op_name: str, arg: str, values) -> tuple[int, ...]:
+    if type(values) in (tuple, list) and _ONLY_INT.issuperset(map(type, values)):
+        return tuple(values)  # the common case, on the hot path of emission
     try:
         result = tuple(values)
     except TypeError:
@@ -124,8 +129,17 @@ def as_operand_list(op_name: str, arg: str, values) -> list[Op]:
 
 # -- attributes -------------------------------------------------------------------------
 
+_i64_arrays: dict = {}
+
+
 def i64_array(values) -> ir.Attribute:
-    return ir.DenseI64ArrayAttr.get(list(values), context=mlir.context())
+    key = tuple(values)
+    found = _i64_arrays.get(key)
+    if found is None:
+        if len(_i64_arrays) > 4096:  # attributes live in the context anyway; this is a shortcut
+            _i64_arrays.clear()
+        found = _i64_arrays[key] = ir.DenseI64ArrayAttr.get(list(key), context=mlir.context())
+    return found
 
 
 def int_attr(value: int, bits: int = 64) -> ir.Attribute:

@@ -10,6 +10,7 @@ hold them exactly, and sends out-of-bounds scatter windows wholly out of bounds.
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
@@ -195,12 +196,12 @@ class IndexMapping:
         return [d for d in range(operand.rank) if d not in skipped]
 
 
-def _mapping(op_name, names, values) -> IndexMapping:
-    lists = [int_list(op_name, n, v) for n, v in zip(names[:-1], values[:-1])]
+def _parse(op_name, names, values) -> tuple:
+    """The dimension-number arguments as tuples of ints, and index_vector_dim as an int."""
     ivd = values[-1]
     if isinstance(ivd, bool) or not isinstance(ivd, int):
         raise ShapeError(f"{op_name}: {names[-1]} must be an integer, got {ivd!r}")
-    return IndexMapping(op_name, names, *lists, ivd)
+    return (*(int_list(op_name, n, v) for n, v in zip(names[:-1], values[:-1])), ivd)
 
 
 def _indices_operand(op_name: str, arg: str, indices) -> T.Shape:
@@ -215,13 +216,12 @@ _GATHER_NAMES = ("offset_dims", "collapsed_slice_dims", "operand_batching_dims",
 
 
 def gather_shape(operand: T.Shape, start_indices: T.Shape, mapping: IndexMapping,
-                 slice_sizes) -> T.Shape:
+                 sizes_: tuple) -> T.Shape:
     """Gather's result shape, after every rule of the spec is checked."""
     batch = mapping.batch_sizes(start_indices) if 0 <= mapping.index_vector_dim <= \
         start_indices.rank else []
     rank = len(batch) + len(mapping.window_dims)
     mapping.check(operand, start_indices, rank)
-    sizes_ = sizes("gather", "slice_sizes", slice_sizes)
     if len(sizes_) != operand.rank:
         mapping.fail(f"slice_sizes={list(sizes_)} needs one entry per operand dimension",
                      operand, start_indices)
@@ -251,20 +251,29 @@ def gather(operand, start_indices, *, offset_dims, collapsed_slice_dims, start_i
     shape = array_operand("gather", "operand", operand)
     indices = _indices_operand("gather", "start_indices", start_indices)
     same_builder("gather", operand, start_indices)
-    mapping = _mapping("gather", _GATHER_NAMES, (
+    numbers = _parse("gather", _GATHER_NAMES, (
         offset_dims, collapsed_slice_dims, operand_batching_dims, start_indices_batching_dims,
         start_index_map, index_vector_dim))
+    result, index_type, attributes = _gather_plan(shape, indices, numbers, sizes(
+        "gather", "slice_sizes", slice_sizes), bool(indices_are_sorted))
+    return operand.builder.add_op("stablehlo.gather", result,
+                                  [operand, _as_signed(start_indices, index_type)], attributes)
+
+
+@functools.lru_cache(maxsize=1024)
+def _gather_plan(shape, indices, numbers, slice_sizes, indices_are_sorted):
+    """Result shape, index type and attributes of a gather: programs repeat the same
+    gathers, and the rules are the costly part of emitting one."""
+    mapping = IndexMapping("gather", _GATHER_NAMES, *numbers)
     result = gather_shape(shape, indices, mapping, slice_sizes)
-    target = _index_type([indices.element_type], max(shape.dimensions, default=0))
-    start_indices = _as_signed(start_indices, target)
     ctx = mlir.context()
-    return operand.builder.add_op("stablehlo.gather", result, [operand, start_indices], {
+    return result, _index_type([indices.element_type], max(shape.dimensions, default=0)), {
         "dimension_numbers": stablehlo.GatherDimensionNumbers.get(
             list(mapping.window_dims), list(mapping.collapsed_dims),
             list(mapping.operand_batching_dims), list(mapping.indices_batching_dims),
             list(mapping.index_map), mapping.index_vector_dim, context=ctx),
-        "slice_sizes": i64_array(sizes("gather", "slice_sizes", slice_sizes)),
-        "indices_are_sorted": ir.BoolAttr.get(bool(indices_are_sorted), context=ctx)})
+        "slice_sizes": i64_array(slice_sizes),
+        "indices_are_sorted": ir.BoolAttr.get(indices_are_sorted, context=ctx)}
 
 
 # -- Scatter ----------------------------------------------------------------------------------------
@@ -330,9 +339,9 @@ def scatter(operands, scatter_indices, updates, update_computation, *, update_wi
         if u.dtype != o.dtype:
             raise ShapeError(f"scatter: updates {i} ({u.shape}) must have the element type of "
                              f"operand {i} ({o.shape})")
-    mapping = _mapping("scatter", _SCATTER_NAMES, (
+    mapping = IndexMapping("scatter", _SCATTER_NAMES, *_parse("scatter", _SCATTER_NAMES, (
         update_window_dims, inserted_window_dims, input_batching_dims,
-        scatter_indices_batching_dims, scatter_dims_to_operand_dims, index_vector_dim))
+        scatter_indices_batching_dims, scatter_dims_to_operand_dims, index_vector_dim)))
     window = scatter_window(shape, indices, updates_list[0].shape, mapping)
     scalars = [T.Shape(o.dtype, ()) for o in operands]
     region = trace(builder, "scatter", "update_computation", update_computation,

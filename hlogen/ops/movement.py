@@ -1,11 +1,14 @@
 """Ops that move data without computing: Reshape, Collapse, Transpose, Rev, Slice,
 SliceInDim, Concatenate, Pad, GetDimensionSize, SetDimensionSize.
 
-Each op is a shape rule (a plain function of shapes, `*_shape`, that checks the
-spec's constraints and names the one a call breaks) followed by one emission.
+Each op parses its attributes once, then calls its shape rule (a plain function of
+shapes and parsed attributes, `*_shape`, that checks the spec's constraints and names
+the one a call breaks), then emits one op. Shape rules are pure, so they are memoized:
+programs repeat the same ops on the same shapes.
 """
 from __future__ import annotations
 
+import functools
 import math
 
 from hlogen import types as T
@@ -22,9 +25,9 @@ def _where(op_name, shape, **attributes) -> str:
 
 # -- Reshape, Collapse, Transpose, Rev -------------------------------------------------------
 
-def reshape_shape(shape: T.Shape, new_sizes) -> T.Shape:
+@functools.lru_cache(maxsize=1024)
+def reshape_shape(shape: T.Shape, new: tuple) -> T.Shape:
     """Reshape: the same elements, read and written in row-major order."""
-    new = sizes("reshape", "new_sizes", new_sizes)
     if math.prod(new) != math.prod(shape.dimensions):
         raise ShapeError(f"{_where('reshape', shape, new_sizes=new)}: the element count must not "
                          f"change ({math.prod(shape.dimensions)} elements into "
@@ -36,15 +39,16 @@ def reshape(operand, new_sizes):
     """Reshape(operand, new_sizes): the elements of operand in row-major order, in an array
     of dimensions `new_sizes` (the spec's `dimensions`); () makes a scalar of a one-element
     array, and a scalar reshapes to any one-element shape."""
-    shape = reshape_shape(array_operand("reshape", "operand", operand), new_sizes)
+    shape = reshape_shape(array_operand("reshape", "operand", operand),
+                          sizes("reshape", "new_sizes", new_sizes))
     if shape == operand.shape:
         return operand
     return operand.builder.add_op("stablehlo.reshape", shape, [operand])
 
 
-def collapse_shape(shape: T.Shape, dimensions) -> T.Shape:
+@functools.lru_cache(maxsize=1024)
+def collapse_shape(shape: T.Shape, dims: tuple) -> T.Shape:
     """Collapse: in-order consecutive dimensions replaced by one of their product size."""
-    dims = dimension_list("collapse", "dimensions", dimensions, shape)
     if any(b != a + 1 for a, b in zip(dims, dims[1:])):
         raise ShapeError(f"{_where('collapse', shape, dimensions=dims)}: the dimensions must be "
                          f"consecutive and in increasing order (Collapse merges a run of adjacent "
@@ -58,13 +62,14 @@ def collapse_shape(shape: T.Shape, dimensions) -> T.Shape:
 
 def collapse(operand, dimensions):
     """Collapse(operand, dimensions): the consecutive, in-order `dimensions` merged into one."""
-    shape = collapse_shape(array_operand("collapse", "operand", operand), dimensions)
+    shape = array_operand("collapse", "operand", operand)
+    shape = collapse_shape(shape, dimension_list("collapse", "dimensions", dimensions, shape))
     return reshape(operand, shape.dimensions)
 
 
-def transpose_shape(shape: T.Shape, permutation) -> T.Shape:
-    """Transpose: result dimension i is operand dimension permutation[i]."""
-    perm = dimension_list("transpose", "permutation", permutation, shape)
+@functools.lru_cache(maxsize=1024)
+def transpose_shape(shape: T.Shape, perm: tuple) -> T.Shape:
+    """Transpose: result dimension i is operand dimension perm[i]."""
     if len(perm) != shape.rank:
         raise ShapeError(f"{_where('transpose', shape, permutation=perm)}: the permutation must "
                          f"list each of the {shape.rank} dimensions once")
@@ -73,10 +78,10 @@ def transpose_shape(shape: T.Shape, permutation) -> T.Shape:
 
 def transpose(operand, permutation):
     """Transpose(operand, permutation): result dimension i is operand dimension permutation[i]."""
-    shape = transpose_shape(array_operand("transpose", "operand", operand), permutation)
-    return operand.builder.add_op("stablehlo.transpose", shape, [operand],
-                                  {"permutation": i64_array(int_list("transpose", "permutation",
-                                                                     permutation))})
+    shape = array_operand("transpose", "operand", operand)
+    perm = dimension_list("transpose", "permutation", permutation, shape)
+    return operand.builder.add_op("stablehlo.transpose", transpose_shape(shape, perm), [operand],
+                                  {"permutation": i64_array(perm)})
 
 
 def rev(operand, dimensions):
@@ -89,21 +94,20 @@ def rev(operand, dimensions):
 
 # -- Slice, SliceInDim ------------------------------------------------------------------------
 
-def slice_shape(shape: T.Shape, start_indices, limit_indices, strides=None) -> T.Shape:
+@functools.lru_cache(maxsize=1024)
+def slice_shape(shape: T.Shape, start: tuple, limit: tuple, stride: tuple) -> T.Shape:
     """Slice: elements start <= i < limit with the given stride, per dimension."""
-    start = int_list("slice", "start_indices", start_indices)
-    limit = int_list("slice", "limit_indices", limit_indices)
-    stride = (1,) * shape.rank if strides is None else int_list("slice", "strides", strides)
-    where = _where("slice", shape, start_indices=start, limit_indices=limit, strides=stride)
+    def fail(rule):
+        raise ShapeError(f"{_where('slice', shape, start_indices=start, limit_indices=limit, strides=stride)}: "
+                         f"{rule}")
     if not len(start) == len(limit) == len(stride) == shape.rank:
-        raise ShapeError(f"{where}: start_indices, limit_indices and strides need one entry per "
-                         f"dimension ({shape.rank})")
+        fail(f"start_indices, limit_indices and strides need one entry per dimension ({shape.rank})")
     for d, (s, e, k, n) in enumerate(zip(start, limit, stride, shape.dimensions)):
         if not 0 <= s <= e <= n:
-            raise ShapeError(f"{where}: dimension {d} needs 0 <= start <= limit <= {n} "
-                             f"(its size), got start {s}, limit {e}")
+            fail(f"dimension {d} needs 0 <= start <= limit <= {n} (its size), got start {s}, "
+                 f"limit {e}")
         if k < 1:
-            raise ShapeError(f"{where}: dimension {d} has stride {k}; strides must be >= 1")
+            fail(f"dimension {d} has stride {k}; strides must be >= 1")
     return T.Shape(shape.element_type,
                    tuple(-(-(e - s) // k) for s, e, k in zip(start, limit, stride)))
 
@@ -112,12 +116,13 @@ def slice(operand, start_indices, limit_indices, strides=None):  # noqa: A001 - 
     """Slice(operand, start_indices, limit_indices, strides): the sub-array start <= i < limit
     (limit exclusive) taking every stride-th element; strides=None means 1."""
     shape = array_operand("slice", "operand", operand)
-    result = slice_shape(shape, start_indices, limit_indices, strides)
+    start = int_list("slice", "start_indices", start_indices)
+    limit = int_list("slice", "limit_indices", limit_indices)
     stride = (1,) * shape.rank if strides is None else int_list("slice", "strides", strides)
-    return operand.builder.add_op("stablehlo.slice", result, [operand], {
-        "start_indices": i64_array(int_list("slice", "start_indices", start_indices)),
-        "limit_indices": i64_array(int_list("slice", "limit_indices", limit_indices)),
-        "strides": i64_array(stride)})
+    return operand.builder.add_op("stablehlo.slice", slice_shape(shape, start, limit, stride),
+                                  [operand], {"start_indices": i64_array(start),
+                                              "limit_indices": i64_array(limit),
+                                              "strides": i64_array(stride)})
 
 
 def slice_in_dim(operand, start_index, limit_index, stride, dimno):
@@ -173,32 +178,31 @@ def pad_config(shape: T.Shape, padding_config) -> tuple:
     """(low, high, interior) triples, one per dimension, checked as the spec says."""
     try:
         config = tuple(int_list("pad", "padding_config entry", c) for c in padding_config)
-    except TypeError:
+    except (TypeError, ShapeError):
         config = None
-    where = f"pad: operand {shape}, padding_config={padding_config!r}"
     if config is None or any(len(c) != 3 for c in config):
-        raise ShapeError(f"{where}: padding_config is a sequence of (edge_padding_low, "
-                         f"edge_padding_high, interior_padding), one per dimension")
-    if len(config) != shape.rank:
-        raise ShapeError(f"{where}: needs one (low, high, interior) per dimension ({shape.rank}), "
-                         f"got {len(config)}")
-    for d, (low, high, interior) in enumerate(config):
-        if interior < 0:
-            raise ShapeError(f"{where}: dimension {d} has interior padding {interior}; it "
-                             f"must be >= 0 (only edge padding may be negative)")
+        raise ShapeError(f"pad: operand {shape}, padding_config={padding_config!r}: "
+                         f"padding_config is a sequence of (edge_padding_low, edge_padding_high, "
+                         f"interior_padding), one per dimension")
     return config
 
 
-def pad_shape(shape: T.Shape, padding_config) -> T.Shape:
+@functools.lru_cache(maxsize=1024)
+def pad_shape(shape: T.Shape, config: tuple) -> T.Shape:
     """Pad: interior padding between elements first, then edge padding (negative removes)."""
+    def fail(rule):
+        raise ShapeError(f"pad: operand {shape}, padding_config={list(config)}: {rule}")
+    if len(config) != shape.rank:
+        fail(f"needs one (low, high, interior) per dimension ({shape.rank}), got {len(config)}")
     dims = []
-    for d, ((low, high, interior), n) in enumerate(zip(pad_config(shape, padding_config),
-                                                        shape.dimensions)):
+    for d, ((low, high, interior), n) in enumerate(zip(config, shape.dimensions)):
+        if interior < 0:
+            fail(f"dimension {d} has interior padding {interior}; it must be >= 0 (only edge "
+                 f"padding may be negative)")
         size = low + high + n + max(n - 1, 0) * interior
         if size < 0:
-            raise ShapeError(f"pad: operand {shape}, padding_config={padding_config!r}: "
-                             f"dimension {d} would have size {size}; negative edge padding may "
-                             f"remove at most the padded size")
+            fail(f"dimension {d} would have size {size}; negative edge padding may remove at "
+                 f"most the padded size")
         dims.append(size)
     return T.Shape(shape.element_type, tuple(dims))
 
@@ -209,15 +213,14 @@ def pad(operand, padding_value, padding_config):
     padding_value is a scalar Op of the operand's element type, or a Python number."""
     shape = array_operand("pad", "operand", operand)
     operand, value = as_operands("pad", operand, padding_value)
-    if value.shape != T.Shape(shape.element_type, ()):
+    if type(value.shape) is not T.Shape or value.shape.rank or value.dtype != shape.element_type:
         raise ShapeError(f"pad: padding_value must be a scalar {shape.element_type}[] like the "
                          f"operand {shape}, got {value.shape}")
-    result = pad_shape(shape, padding_config)
     config = pad_config(shape, padding_config)
-    return operand.builder.add_op("stablehlo.pad", result, [operand, value], {
-        "edge_padding_low": i64_array(c[0] for c in config),
-        "edge_padding_high": i64_array(c[1] for c in config),
-        "interior_padding": i64_array(c[2] for c in config)})
+    low, high, interior = zip(*config) if config else ((), (), ())
+    return operand.builder.add_op("stablehlo.pad", pad_shape(shape, config), [operand, value], {
+        "edge_padding_low": i64_array(low), "edge_padding_high": i64_array(high),
+        "interior_padding": i64_array(interior)})
 
 
 # -- GetDimensionSize, SetDimensionSize --------------------------------------------------------
