@@ -67,8 +67,12 @@ UNSUPPORTED = {
         "stablehlo.fft": ("the interpreter aborts on complex<f32> (c64) FFTs; c128 works",
                           _no_f32_fft),
         "func.call": ("the interpreter aborts on tuples passed to func.call", _tuple_operands),
+        "stablehlo.set_dimension_size": (_DECOMPOSABLE, None),
     },
     "pjrt": {
+        "stablehlo.set_dimension_size": (
+            "XLA returns the padding of a dynamic dimension as data and GetDimensionSize of it "
+            "as the bound, so its results would be wrong", None),
         "stablehlo.custom_call": ("XLA aborts on a custom_call inside a region", _inside_region),
     },
 }
