@@ -16,16 +16,14 @@ import numpy as np
 
 import hlogen as hg
 from hlogen.errors import InputError, ShapeError
-from hlogen.types import element_type_of_mlir
 
 _LITERAL = re.compile(r"^(?:(\d+(?:x\d+)*)x)?([A-Za-z][A-Za-z0-9]*)=(.*)$", re.S)
 
 
 def element_type_named(name: str) -> hg.ElementType:
-    if name in hg.ELEMENT_TYPES:
-        return hg.ELEMENT_TYPES[name]
+    """The element type `name` means on the API too (XLA's or MLIR's name)."""
     try:
-        return element_type_of_mlir(name)
+        return hg.element_type(name)
     except ShapeError:
         raise InputError(f"unknown element type {name!r}: use one of {', '.join(hg.ELEMENT_TYPES)} "
                          f"or an MLIR name such as i32 or ui8") from None

@@ -15,9 +15,14 @@ class Function:
     """A traced Python function: `.computation`, and calling it runs it (PJRT, default backend)."""
 
     def __init__(self, fn, name: str | None = None):
+        if not callable(fn):
+            raise HlogenError(f"hg.function decorates a Python function, got {type(fn).__name__} "
+                              f"{fn!r}")
+        if name is not None and not isinstance(name, str):
+            raise HlogenError(f"hg.function: name must be a string, got {name!r}")
         functools.update_wrapper(self, fn)
         # a builder name is an identifier: "<lambda>" becomes "lambda"
-        self.computation = trace(fn, name or re.sub(r"\W", "", fn.__name__) or "main")
+        self.computation = trace(fn, name or re.sub(r"\W", "", getattr(fn, "__name__", "")) or "main")
 
     def __call__(self, *arrays):
         from hlogen.runtime import compile
@@ -42,7 +47,11 @@ def trace(fn, name: str):
         raise HlogenError(f"{name}: cannot evaluate its annotations: {e}") from None
     builder = Builder(name)
     args = []
-    for p in inspect.signature(fn).parameters.values():
+    try:
+        parameters = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError) as e:
+        raise HlogenError(f"{name}: cannot read its signature: {e}") from None
+    for p in parameters:
         shape = annotations.get(p.name)
         if not isinstance(shape, (T.Shape, T.TupleShape, T.TokenShape)):
             raise HlogenError(f"{name}: parameter {p.name!r} needs a shape annotation such as "

@@ -3,13 +3,15 @@
 - `legalize`: CHLO (e.g. chlo.erf) and shape-dialect ops to StableHLO: what the
   reference interpreter needs, and what every execution path runs;
 - `canonicalize`: MLIR's canonicalizer and common-subexpression elimination;
-- `default`: both; its output holds only StableHLO and func ops.
+- `default`: both; its output holds only StableHLO and func ops;
+- `xla-semantics`: hlogen's rewrites, which give ops whose result StableHLO leaves
+  open XLA's definition (hlogen.semantics); every execution path applies them.
 A comma-separated list of names runs them in order; a string that starts with
 `builtin.module(` is an MLIR pass pipeline run as it is.
 """
 from __future__ import annotations
 
-from hlogen import mlir
+from hlogen import mlir, semantics
 from hlogen.computation import Computation
 from hlogen.errors import HlogenError
 
@@ -20,24 +22,46 @@ PIPELINES = {
 PIPELINES["default"] = f"{PIPELINES['legalize']},{PIPELINES['canonicalize']}"
 
 
-def mlir_pipeline(pipeline: str) -> str:
-    """The MLIR pass pipeline text of a named pipeline, a list of names, or raw MLIR."""
+# Named steps that are not MLIR passes: hlogen's rewrites (hlogen.semantics), which
+# every execution path applies after `legalize`; named here so that they can be shown.
+REWRITES = {"xla-semantics": semantics.rewrite_module}
+
+
+def steps(pipeline: str) -> list:
+    """The steps of a pipeline: MLIR pass pipeline texts and rewrite functions."""
+    if not isinstance(pipeline, str):
+        raise HlogenError(f"a pipeline is a string (a name, names separated by commas, or "
+                          f"'builtin.module(...)'), got {type(pipeline).__name__} {pipeline!r}")
     pipeline = pipeline.strip()
     if pipeline.startswith("builtin.module("):
-        return pipeline
+        return [pipeline]
     names = [n.strip() for n in pipeline.split(",") if n.strip()]
-    unknown = [n for n in names if n not in PIPELINES]
+    unknown = [n for n in names if n not in PIPELINES and n not in REWRITES]
     if not names or unknown:
-        raise HlogenError(f"unknown pipeline {pipeline!r}: use {', '.join(PIPELINES)}, a "
-                          f"comma-separated list of those, or 'builtin.module(...)'")
-    return f"builtin.module({','.join(PIPELINES[n] for n in names)})"
+        raise HlogenError(f"unknown pipeline {pipeline!r}: use {', '.join([*PIPELINES, *REWRITES])}, "
+                          f"a comma-separated list of those, or 'builtin.module(...)'")
+    result: list = []
+    for name in names:
+        if name in REWRITES:
+            result.append(REWRITES[name])
+        elif result and isinstance(result[-1], list):
+            result[-1].append(PIPELINES[name])
+        else:
+            result.append([PIPELINES[name]])
+    return [f"builtin.module({','.join(s)})" if isinstance(s, list) else s for s in result]
 
 
 def run(computation: Computation, pipeline: str = "default") -> Computation:
     """A new Computation: `computation` after `pipeline` (the original is unchanged)."""
-    text = mlir_pipeline(pipeline)
+    if not isinstance(computation, Computation):
+        raise HlogenError(f"passes.run takes a Computation, got {type(computation).__name__}")
+    todo = steps(pipeline)
     result = computation.clone()
-    mlir.run_pipeline(result.module, text)
+    for step in todo:
+        if isinstance(step, str):
+            mlir.run_pipeline(result.module, step)
+        else:
+            step(result.module)
     return result
 
 

@@ -106,6 +106,16 @@ _BRACKETS = re.compile(r'"(?:[^"\\]|\\.)*"|->|[{}()<>\[\]]')
 
 def check_module(module: ir.Module, where: str) -> None:
     """The structural checks (see the module docstring); `where` names the source."""
+    try:
+        # every name and type is read as a Python string below and later
+        module.operation.get_asm()
+        _check_structure(module, where)
+    except RuntimeError as e:  # nanobind's conversion error: a name that is not UTF-8
+        raise InputError(f"{where}: cannot read this module: it holds text that is not UTF-8 "
+                         f"({e})") from None
+
+
+def _check_structure(module: ir.Module, where: str) -> None:
     main = None
     for op in module.body.operations:
         op = op.operation

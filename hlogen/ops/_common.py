@@ -73,6 +73,8 @@ def same_element_type(op_name: str, *named) -> T.ElementType:
 
 
 def check_dimension(op_name: str, arg: str, value, rank: int) -> int:
+    if not isinstance(value, (bool, int)) and type(value).__name__.startswith(("int", "uint")):
+        value = int(value)  # numpy integers
     if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < rank:
         raise ShapeError(f"{op_name}: {arg}={value!r} must be a dimension number in [0, {rank})")
     return value
@@ -91,7 +93,10 @@ def int_list(op_name: str, arg: str, values) -> tuple[int, ...]:
     for v in result:
         if isinstance(v, bool) or not isinstance(v, int) and not hasattr(v, "__index__"):
             raise ShapeError(f"{op_name}: {arg} must be a sequence of integers, got {values!r}")
-    return tuple(int(v) for v in result)
+    result = tuple(int(v) for v in result)
+    if any(not -2**63 <= v < 2**63 for v in result):  # MLIR's attributes hold 64-bit integers
+        raise ShapeError(f"{op_name}: {arg}={list(result)} must hold 64-bit integers")
+    return result
 
 
 def sizes(op_name: str, arg: str, values) -> tuple[int, ...]:

@@ -11,7 +11,16 @@ from hlogen.ops._common import int_attr
 
 def tuple(elements, builder=None):  # noqa: A001 - the spec's name
     """Tuple(elements): one value holding `elements` (Ops); `builder` only for the empty tuple."""
-    elements = builtins.tuple(elements) if not isinstance(elements, Op) else (elements,)
+    from hlogen.builder import Builder
+    if isinstance(elements, Op):
+        elements = (elements,)
+    try:
+        elements = builtins.tuple(elements)
+    except TypeError:
+        raise ShapeError(f"tuple: elements must be a sequence of Ops, got "
+                         f"{type(elements).__name__} {elements!r}") from None
+    if builder is not None and not isinstance(builder, Builder):
+        raise ShapeError(f"tuple: builder must be a Builder, got {type(builder).__name__} {builder!r}")
     if not elements:
         if builder is None:
             raise ShapeError("tuple: an empty tuple needs builder=")
