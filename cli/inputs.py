@@ -43,9 +43,12 @@ def parse_literal(text: str) -> np.ndarray:
                          f"it), got {len(raw)}")
     try:
         values = [_number(v, et) for v in raw]
-        array = hg.types.as_array(values, et, what=f"--input {text!r}")
-    except (ValueError, ShapeError) as e:
+    except ValueError as e:
         raise InputError(f"--input {text!r}: {e}") from None
+    try:
+        array = hg.types.as_array(values, et, what=f"--input {text!r}")
+    except ShapeError as e:  # its message starts with the --input already
+        raise InputError(str(e)) from None
     return np.broadcast_to(array.reshape(()), dims).copy() if len(raw) == 1 else array.reshape(dims)
 
 

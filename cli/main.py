@@ -1,7 +1,8 @@
 """hlogen: emit, run and inspect StableHLO computations from the command line.
 
-Exit codes: 0 success, 1 a run failed, 2 bad input (the message names the
-file, line and column, or the argument).
+Exit codes: 0 success, 1 a run failed (a native abort while running included:
+see isolation.py), 2 bad input (the message names the file, line and column, or
+the argument).
 """
 from __future__ import annotations
 
@@ -11,14 +12,15 @@ import pathlib
 import statistics
 import sys
 import tempfile
-import time
 
 import click
 import numpy as np
 
 import hlogen as hg
 from hlogen.errors import ExecutionError, HlogenError
-from hlogen_cli import inputs, sources
+from hlogen.runtime.arrays import flatten_arguments
+from hlogen.runtime.execution import prepare
+from hlogen_cli import inputs, isolation, sources
 
 FORMATS = {"text": ".mlir", "bytecode": ".mlirbc", "portable": ".portable.mlirbc"}
 
@@ -133,18 +135,18 @@ def run(file, function_name, input_specs, backend, replicas, output_file, repeat
     """Compile and run a computation from FILE (.py or .mlir) and print its results."""
     comp = sources.computation_from(file, function_name)
     args = inputs.load_inputs(input_specs, comp.parameter_names)
-    exe = hg.compile(comp, backend=backend, num_replicas=replicas)
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        results = exe(*args)
-        times.append(time.perf_counter() - start)
-    flat = _leaves(results if len(comp.result_shapes) > 1 else (results,))
+    if replicas != 1:
+        hg.compile(comp, backend=backend, num_replicas=replicas)  # says what is unsupported
+    # In this process: what can be checked before running (exit 2 when it fails) ...
+    arrays = flatten_arguments(comp, args)
+    prepare(comp, for_interpreter=backend == "interpret")
+    # ... then compiled and run in a child, where a native abort is exit 1, not a crash
+    flat, times, backend_name = isolation.run(comp, arrays, backend, repeat, file)
     for i, array in enumerate(flat):
         click.echo(f"result[{i}]: {_shape_of(array)}")
         click.echo(np.array2string(np.asarray(array), threshold=1000))
     if repeat > 1:
-        click.echo(f"{repeat} runs on {exe.backend}: median {statistics.median(times) * 1e3:.3f} ms, "
+        click.echo(f"{repeat} runs on {backend_name}: median {statistics.median(times) * 1e3:.3f} ms, "
                    f"min {min(times) * 1e3:.3f} ms", err=True)
     if output_file:
         path = pathlib.Path(output_file)
@@ -152,13 +154,6 @@ def run(file, function_name, input_specs, backend, replicas, output_file, repeat
             np.savez(f, **{f"result_{i}": a for i, a in enumerate(flat)})
         os.replace(f.name, path)
         click.echo(f"saved {len(flat)} result(s) to {path}", err=True)
-
-
-def _leaves(results) -> list:
-    out = []
-    for r in results:
-        out.extend(_leaves(r) if isinstance(r, tuple) else [r])
-    return out
 
 
 def _shape_of(array) -> str:

@@ -143,3 +143,37 @@ def test_devices_and_help():
     assert "interpret:" in result.output
     for command in ([], ["emit"], ["run"]):
         assert hlogen(*command, "--help").exit_code == 0
+
+
+def test_a_native_abort_while_running_is_exit_1_not_a_crash(tmp_path):
+    # A comparator that is not a strict weak order: the interpreter aborts while sorting.
+    # Nothing up front can know that (it depends on the comparator's values).
+    path = tmp_path / "sort.mlir"
+    path.write_text("""func.func @main(%a: tensor<2000xf32>) -> tensor<2000xf32> {
+  %0 = "stablehlo.sort"(%a) ({
+    ^bb0(%x: tensor<f32>, %y: tensor<f32>):
+      %t = stablehlo.constant dense<true> : tensor<i1>
+      stablehlo.return %t : tensor<i1>
+  }) {dimension = 0 : i64, is_stable = false} : (tensor<2000xf32>) -> tensor<2000xf32>
+  return %0 : tensor<2000xf32>
+}
+""")
+    np.save(tmp_path / "x.npy", np.random.default_rng(0).random(2000).astype(np.float32))
+    result = hlogen("run", str(path), "--backend", "interpret", "--input", f"@{tmp_path / 'x.npy'}",
+                    cwd=tmp_path)
+    assert result.exit_code == 1, result.output
+    assert result.output.startswith(f"error: the interpreter aborted (SIGABRT) while running {path}")
+    assert not list(tmp_path.glob("core*"))
+
+
+def test_checks_before_running_are_exit_2(tmp_path):
+    path = tmp_path / "chol.mlir"
+    path.write_text("func.func @main(%a: tensor<2x2xf32>) -> tensor<2x2xf32> {\n"
+                    "  %0 = stablehlo.cholesky %a, lower = true : tensor<2x2xf32>\n"
+                    "  return %0 : tensor<2x2xf32>\n}\n")
+    result = hlogen("run", str(path), "--backend", "interpret", "--input", "2x2xf32=1,0,0,1")
+    assert result.exit_code == 2
+    assert result.output.startswith(f"error: {path}:2:8: the reference interpreter cannot run "
+                                    f"stablehlo.cholesky")
+    result = hlogen("run", str(path), "--backend", "cpu", "--input", "2x2xf32=4,0,0,9")
+    assert result.exit_code == 0 and "[[2. 0.]" in result.output

@@ -24,11 +24,17 @@ def check_signature(computation) -> None:
                                        f"which cannot be passed between host and device")
 
 
+_LISTED = 8
+
+
 def flatten_arguments(computation, args) -> list[np.ndarray]:
     """Checks `args` against the parameters; returns the leaf arrays, depth-first."""
     names, shapes = computation.parameter_names, computation.parameter_shapes
     if len(args) != len(shapes):
-        expected = ", ".join(f"{n}: {s}" for n, s in zip(names, shapes)) or "no arguments"
+        listed = [f"{n}: {s}" for n, s in zip(names, shapes)]
+        if len(listed) > _LISTED:  # one paragraph, even for thousands of parameters
+            listed = listed[:_LISTED] + [f"... {len(listed) - _LISTED} more"]
+        expected = ", ".join(listed) or "no arguments"
         raise InputError(f"{computation.name} takes {len(shapes)} argument(s) ({expected}), "
                          f"got {len(args)}")
     flat: list[np.ndarray] = []
