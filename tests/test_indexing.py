@@ -366,3 +366,36 @@ def test_dynamic_slicing_errors(call, message):
     b = hg.Builder("e")
     with pytest.raises(hg.ShapeError, match=message):
         call(b.parameter(hg.f32[4, 3]), b.parameter(hg.s32[()]))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_scatter_with_index_vectors_of_no_components(backend):
+    """Every window starts at 0 (XLA CPU would skip the updates: the indices are empty)."""
+    operand = np.zeros((1, 1), np.int8)
+    indices = np.zeros((0, 2), np.int8)  # two index vectors of no components
+    updates = np.array([1, 0], np.int8)
+    kwargs = dict(update_window_dims=[], inserted_window_dims=[0, 1],
+                  scatter_dims_to_operand_dims=[], index_vector_dim=0)
+    got = on(backend, lambda o, i, u: ops.scatter(o, i, u, ops.max, **kwargs), operand, indices, updates)
+    np.testing.assert_array_equal(got, [[1]])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_scatter_of_floats_of_different_widths(backend):
+    """The interpreter runs it; XLA's HLO verifier refuses mixed float precision in a
+    scatter, and hlogen says so (no wrong number)."""
+    a, b = np.zeros(3, np.float16), np.zeros(3, np.float32)
+    indices = np.array([[2], [0]], np.int32)
+    ua, ub = np.array([1, 2], np.float16), np.array([3, 4], np.float32)
+    kwargs = dict(update_window_dims=[], inserted_window_dims=[0],
+                  scatter_dims_to_operand_dims=[0], index_vector_dim=1)
+    comp = build(lambda a, b, i, ua, ub: ops.scatter([a, b], i, [ua, ub],
+                                                     lambda x, y, u, v: (u, v), **kwargs),
+                 a, b, indices, ua, ub)
+    if backend == "cpu":
+        with pytest.raises(hg.ExecutionError, match="mixed precision"):
+            run(comp, backend, a, b, indices, ua, ub)
+        return
+    got = run(comp, backend, a, b, indices, ua, ub)
+    np.testing.assert_array_equal(got[0], [2, 0, 1])
+    np.testing.assert_array_equal(got[1], [4, 0, 3])

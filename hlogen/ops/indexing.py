@@ -347,8 +347,9 @@ def scatter(operands, scatter_indices, updates, update_computation, *, update_wi
     region = trace(builder, "scatter", "update_computation", update_computation,
                    scalars + scalars, scalars)
     target = _index_type([indices.element_type], max(shape.dimensions, default=0))
-    safe_indices = _windows_out_of_bounds(_as_signed(scatter_indices, target), shape, window,
-                                          mapping)
+    scatter_indices, mapping = _nonempty_indices(_as_signed(scatter_indices, target), mapping,
+                                                 shape, updates_list[0].shape)
+    safe_indices = _windows_out_of_bounds(scatter_indices, shape, window, mapping)
     ctx = mlir.context()
     results = builder.add_op_with_regions(
         "stablehlo.scatter", [o.shape for o in operands], [*operands, safe_indices, *updates_list], {
@@ -359,6 +360,20 @@ def scatter(operands, scatter_indices, updates, update_computation, *, update_wi
             "indices_are_sorted": ir.BoolAttr.get(bool(indices_are_sorted), context=ctx),
             "unique_indices": ir.BoolAttr.get(bool(unique_indices), context=ctx)}, [region])
     return results[0] if single else tuple(results)
+
+
+def _nonempty_indices(indices: Op, mapping: IndexMapping, operand: T.Shape, updates: T.Shape):
+    """Index vectors of no components (the indices hold no elements) start every window at
+    0, but XLA CPU then skips the updates altogether: give them one component, a 0 for
+    an operand dimension that is not a batching dimension."""
+    from hlogen import ops
+    free = [d for d in range(operand.rank) if d not in mapping.operand_batching_dims]
+    if mapping.index_map or not free or updates.size == 0:
+        return indices, mapping
+    dims = list(indices.shape.dimensions)
+    dims[mapping.index_vector_dim] = 1
+    zeros = ops.broadcast(indices.builder.constant(0, indices.dtype), dims)
+    return zeros, dataclasses.replace(mapping, index_map=(free[0],))
 
 
 def _windows_out_of_bounds(indices: Op, operand: T.Shape, window: list[int],
