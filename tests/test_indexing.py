@@ -275,6 +275,7 @@ GATHER_ERRORS = [
     (dict(start_indices_batching_dims=[0]), "same length"),
     (dict(index_vector_dim=1.0), "must be an integer"),
     (dict(offset_dims="12"), "sequence of integers"),
+    (dict(indices_are_sorted="yes"), "indices_are_sorted must be True or False"),
 ]
 
 

@@ -26,6 +26,8 @@ def on(backend, fn, *arrays):
     return run(single_op(fn, *[shape_of(a) for a in arrays]), backend, *arrays)
 
 
+# The spec's Collapse example labels v01 as f32[4x6] and v12 as f32[8x3]; its text (and XLA)
+# say that the collapsed dimensions are replaced in place: {0,1} of [4,2,3] is [8,3].
 SPEC_EXAMPLES = [  # (name, fn, inputs, expected)
     ("collapse v012", lambda v: ops.collapse(v, [0, 1, 2]), [V], V.reshape(24)),
     ("collapse v01", lambda v: ops.collapse(v, [0, 1]), [V], V.reshape(8, 3)),
@@ -186,6 +188,8 @@ ERRORS = [  # (call, expected message fragment)
     (lambda x: ops.pad(x, 0.0, [(0, 0, 0)] * 2), r"one \(low, high, interior\) per dimension \(3\)"),
     (lambda x: ops.pad(x, 0.0, [(-3, -2, 0), (0, 0, 0), (0, 0, 0)]), "would have size -1"),
     (lambda x: ops.pad(x, 0.0, [(0, 0), (0, 0), (0, 0)]), "edge_padding_low"),
+    (lambda x: ops.pad(x, 0.0, 5), "edge_padding_low"),
+    (lambda x: ops.pad(x, 0.0, [(-2**64, 2**64, 0)] * 3), "64-bit integers"),
     (lambda x: ops.pad(x, ops.convert_element_type(ops.reshape(ops.slice(x, [0, 0, 0], [1, 1, 1]), []),
                                                    hg.s32), [(0, 0, 0)] * 3), r"padding_value must be a scalar f32\[\]"),
     (lambda x: ops.pad(x, x, [(0, 0, 0)] * 3), "must be a scalar"),

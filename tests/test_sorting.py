@@ -128,6 +128,8 @@ SORT_ERRORS = [
     (lambda x, i: ops.sort(ops.reshape(ops.slice(x, [0, 0], [1, 1]), [])), "rank >= 1"),
     (lambda x, i: ops.top_k(x, 4), r"k=4 must be an integer in \[0, 3\]"),
     (lambda x, i: ops.top_k(ops.convert_element_type(x, hg.c64), 1), "not ordered"),
+    (lambda x, i: ops.top_k(x, 1, largest="no"), "largest must be True or False"),
+    (lambda x, i: ops.sort(x, is_stable=1), "is_stable must be True or False"),
 ]
 
 

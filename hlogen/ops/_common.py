@@ -1,6 +1,7 @@
 """Helpers every op family uses: operand checks, attributes, broadcast emission."""
 from __future__ import annotations
 
+import numpy as np
 from jaxlib.mlir import ir
 
 from hlogen import mlir
@@ -84,7 +85,8 @@ _ONLY_INT = frozenset({int})
 
 
 def int_list(op_name: str, arg: str, values) -> tuple[int, ...]:
-    if type(values) in (tuple, list) and _ONLY_INT.issuperset(map(type, values)):
+    if type(values) in (tuple, list) and _ONLY_INT.issuperset(map(type, values)) and \
+            -2**63 <= min(values, default=0) and max(values, default=0) < 2**63:
         return tuple(values)  # the common case, on the hot path of emission
     try:
         result = tuple(values)
@@ -105,6 +107,13 @@ def sizes(op_name: str, arg: str, values) -> tuple[int, ...]:
     if any(v < 0 for v in result):
         raise ShapeError(f"{op_name}: {arg}={list(result)} must be non-negative sizes")
     return result
+
+
+def flag(op_name: str, arg: str, value) -> bool:
+    """A boolean attribute: True or False (numpy booleans too), nothing else."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise ShapeError(f"{op_name}: {arg} must be True or False, got {value!r}")
+    return bool(value)
 
 
 def dimension_list(op_name: str, arg: str, values, shape) -> tuple[int, ...]:

@@ -20,7 +20,7 @@ from hlogen import types as T
 from hlogen.builder import Op, same_builder, trace
 from hlogen.errors import ShapeError
 from hlogen.ops._common import (INTEGER, array_operand, as_operand_list, broadcast_in_dim,
-                                check_kind, i64_array, int_list, sizes)
+                                check_kind, flag, i64_array, int_list, sizes)
 
 _S64_MAX = 2**63 - 1
 
@@ -254,8 +254,9 @@ def gather(operand, start_indices, *, offset_dims, collapsed_slice_dims, start_i
     numbers = _parse("gather", _GATHER_NAMES, (
         offset_dims, collapsed_slice_dims, operand_batching_dims, start_indices_batching_dims,
         start_index_map, index_vector_dim))
-    result, index_type, attributes = _gather_plan(shape, indices, numbers, sizes(
-        "gather", "slice_sizes", slice_sizes), bool(indices_are_sorted))
+    result, index_type, attributes = _gather_plan(
+        shape, indices, numbers, sizes("gather", "slice_sizes", slice_sizes),
+        flag("gather", "indices_are_sorted", indices_are_sorted))
     return operand.builder.add_op("stablehlo.gather", result,
                                   [operand, _as_signed(start_indices, index_type)], attributes)
 
@@ -321,6 +322,8 @@ def scatter(operands, scatter_indices, updates, update_computation, *, update_wi
     entirely in the operand is skipped, as XLA defines.
     """
     single = isinstance(operands, Op)
+    indices_are_sorted = flag("scatter", "indices_are_sorted", indices_are_sorted)
+    unique_indices = flag("scatter", "unique_indices", unique_indices)
     operands = as_operand_list("scatter", "operands", operands)
     updates_list = as_operand_list("scatter", "updates", updates)
     if len(operands) != len(updates_list):
@@ -357,8 +360,8 @@ def scatter(operands, scatter_indices, updates, update_computation, *, update_wi
                 list(mapping.window_dims), list(mapping.collapsed_dims),
                 list(mapping.operand_batching_dims), list(mapping.indices_batching_dims),
                 list(mapping.index_map), mapping.index_vector_dim, context=ctx),
-            "indices_are_sorted": ir.BoolAttr.get(bool(indices_are_sorted), context=ctx),
-            "unique_indices": ir.BoolAttr.get(bool(unique_indices), context=ctx)}, [region])
+            "indices_are_sorted": ir.BoolAttr.get(indices_are_sorted, context=ctx),
+            "unique_indices": ir.BoolAttr.get(unique_indices, context=ctx)}, [region])
     return results[0] if single else tuple(results)
 
 

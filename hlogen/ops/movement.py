@@ -177,8 +177,8 @@ def concatenate(operands, dimension):
 def pad_config(shape: T.Shape, padding_config) -> tuple:
     """(low, high, interior) triples, one per dimension, checked as the spec says."""
     try:
-        config = tuple(int_list("pad", "padding_config entry", c) for c in padding_config)
-    except (TypeError, ShapeError):
+        config = tuple(int_list("pad", "a padding_config entry", c) for c in padding_config)
+    except TypeError:  # padding_config itself is no sequence
         config = None
     if config is None or any(len(c) != 3 for c in config):
         raise ShapeError(f"pad: operand {shape}, padding_config={padding_config!r}: "

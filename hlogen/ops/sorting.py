@@ -7,7 +7,7 @@ from hlogen import mlir
 from hlogen import types as T
 from hlogen.builder import Op, same_builder, trace
 from hlogen.errors import ShapeError
-from hlogen.ops._common import COMPLEX, array_operand, as_operand_list, int_attr
+from hlogen.ops._common import COMPLEX, array_operand, as_operand_list, flag, int_attr
 
 
 def _normalized_dimension(op_name: str, dimension, shape: T.Shape) -> int:
@@ -58,7 +58,8 @@ def sort(operands, comparator=None, dimension=-1, is_stable=False):
     results = builder.add_op_with_regions(
         "stablehlo.sort", [o.shape for o in operands], operands,
         {"dimension": int_attr(dimension),
-         "is_stable": ir.BoolAttr.get(bool(is_stable), context=mlir.context())}, [region])
+         "is_stable": ir.BoolAttr.get(flag("sort", "is_stable", is_stable),
+                                      context=mlir.context())}, [region])
     return results[0] if single else tuple(results)
 
 
@@ -76,9 +77,7 @@ def top_k(operand, k, largest=True):
     if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k <= n:
         raise ShapeError(f"top_k: k={k!r} must be an integer in [0, {n}] (the size of the last "
                          f"dimension of {shape})")
-    if isinstance(largest, Op) or not isinstance(largest, (bool, int)):
-        raise ShapeError(f"top_k: largest must be True or False, got {largest!r}")
-    before = ops.gt_total_order if largest else ops.lt_total_order
+    before = ops.gt_total_order if flag("top_k", "largest", largest) else ops.lt_total_order
     indices = ops.iota(operand.builder, T.Shape(T.s32, shape.dimensions), shape.rank - 1)
     values, positions = sort([operand, indices], lambda p, q, i, j: before(p, q),
                              dimension=-1, is_stable=True)
