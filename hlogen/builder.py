@@ -271,7 +271,7 @@ class Traced:
 
 
 def trace(builder: Builder, op_name: str, what: str, computation, parameter_shapes,
-          result_shapes=None) -> Traced:
+          result_shapes=None, captured=None) -> Traced:
     """Traces `computation` (a Python callable or a Computation) for op `op_name`.
 
     The computation gets one parameter per shape of `parameter_shapes` (scalars for
@@ -279,6 +279,10 @@ def trace(builder: Builder, op_name: str, what: str, computation, parameter_shap
     (Python numbers returned by a callable become constants of those types); without
     it, any Ops are accepted and the caller checks them. Errors name the op, `what`
     (e.g. "comparator") and, inside a callable, the user's line.
+
+    `captured` (Ops of `builder`, one per parameter) is for ops whose regions take no
+    arguments (stablehlo.if and case): the parameters then stand for these values,
+    which the region reads from the enclosing block.
     """
     from hlogen.computation import Computation
     parameter_shapes = list(parameter_shapes)
@@ -299,6 +303,11 @@ def trace(builder: Builder, op_name: str, what: str, computation, parameter_shap
                          f"got {type(computation).__name__} {computation!r}")
     ir.Operation.create("stablehlo.return", operands=values, loc=loc, ip=region_builder._ip)
     region_builder._built = True
+    if captured is not None:
+        for argument, value in zip(list(block.arguments), captured):
+            argument.replace_all_uses_with(value.value)
+        for i in reversed(range(len(captured))):
+            block.erase_argument(i)
     return Traced(block, shapes, holder)
 
 
@@ -308,16 +317,23 @@ def _describe_shapes(shapes) -> str:
 
 def _call(rb: RegionBuilder, op_name, what, fn, parameter_shapes, result_shapes):
     params = [Op(rb, arg, s) for arg, s in zip(rb._block.arguments, parameter_shapes)]
+    keywords = {}
     try:
-        inspect.signature(fn).bind(*params)
-    except TypeError:
-        raise ShapeError(f"{op_name}: the {what} is called with {len(params)} parameters "
-                         f"{_describe_shapes(parameter_shapes)}, but {_callable_name(fn)} does "
-                         f"not accept {len(params)} positional arguments") from None
+        signature = inspect.signature(fn)
     except ValueError:
-        pass  # no signature to check (some builtins): the call itself will tell
+        signature = None  # no signature to check (some builtins): the call itself will tell
+    if signature is not None:
+        builder_parameter = signature.parameters.get("builder")
+        if builder_parameter is not None and builder_parameter.kind == builder_parameter.KEYWORD_ONLY:
+            keywords["builder"] = rb  # for constants in a computation without parameters
+        try:
+            signature.bind(*params, **keywords)
+        except TypeError:
+            raise ShapeError(f"{op_name}: the {what} is called with {len(params)} parameters "
+                             f"{_describe_shapes(parameter_shapes)}, but {_callable_name(fn)} "
+                             f"does not accept {len(params)} positional arguments") from None
     try:
-        returned = fn(*params)
+        returned = fn(*params, **keywords)
     except HlogenError as e:
         raise type(e)(f"{op_name}: in the {what} ({_user_line(e)}): {e}") from None
     returned = list(returned) if isinstance(returned, (tuple, list)) else [returned]
@@ -355,14 +371,15 @@ def _inline(rb: RegionBuilder, op_name, what, computation, parameter_shapes, res
     return list(values), list(computation.result_shapes)
 
 
+def _functions(operations) -> dict:
+    return {ir.StringAttr(op.attributes["sym_name"]).value: op for op in operations
+            if "sym_name" in op.attributes}
+
+
 def _copy_functions(module: ir.Module, computation) -> None:
     """The functions other than main that `computation` calls, copied into `module`."""
-    def named(ops):
-        return {ir.StringAttr(op.attributes["sym_name"]).value: op for op in ops
-                if "sym_name" in op.attributes}
-
-    present = named(module.body.operations)
-    for name, op in named(computation.module.body.operations).items():
+    present = _functions(module.body.operations)
+    for name, op in _functions(computation.module.body.operations).items():
         if name == "main":
             continue
         if name not in present:
@@ -370,6 +387,27 @@ def _copy_functions(module: ir.Module, computation) -> None:
         elif _generic(present[name]) != _generic(op):
             raise UnsupportedError(f"computation {computation.name!r} calls a function @{name} "
                                    f"that differs from the @{name} already in the module")
+
+
+def copy_function(module: ir.Module, computation) -> str:
+    """A private copy of `computation`'s main in `module` (with the functions it calls),
+    named after the computation; an identical copy already there is reused. Returns its name."""
+    _copy_functions(module, computation)
+    present = _functions(module.body.operations)
+    clone = computation._main.clone(ip=False)
+    clone.attributes["sym_visibility"] = ir.StringAttr.get("private", context=mlir.context())
+    base = re.sub(r"\W", "_", computation.name)
+    for i in range(len(present) + 2):
+        name = base if i == 0 else f"{base}_{i}"
+        if name == "main":
+            continue
+        clone.attributes["sym_name"] = ir.StringAttr.get(name, context=mlir.context())
+        if name not in present:
+            module.body.append(clone)
+            return name
+        if _generic(present[name]) == _generic(clone):
+            return name
+    raise AssertionError("unreachable: one of len(present) + 2 names is free")
 
 
 def _generic(op) -> str:

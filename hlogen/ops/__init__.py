@@ -1,4 +1,7 @@
 """The op library, named in snake_case after the spec (see API.md for the index)."""
+from hlogen.ops.computations import map, reduce, reduce_window, select_and_scatter
+from hlogen.ops.control import (after_all, call, composite_call, conditional, create_token,
+                                optimization_barrier, while_loop)
 from hlogen.ops.conversion import bitcast_convert_type, convert_element_type, reduce_precision
 from hlogen.ops.elementwise import *  # noqa: F401,F403 - generated from the op tables
 from hlogen.ops.elementwise import __all__ as _elementwise
@@ -14,4 +17,7 @@ __all__ = sorted(_elementwise + [
     "broadcast", "broadcast_in_dim", "iota", "get_tuple_element", "tuple",
     "collapse", "concatenate", "get_dimension_size", "pad", "reshape", "rev",
     "set_dimension_size", "slice", "slice_in_dim", "transpose",
-    "dynamic_slice", "dynamic_update_slice", "gather", "scatter", "sort", "top_k"])
+    "dynamic_slice", "dynamic_update_slice", "gather", "scatter", "sort", "top_k",
+    "map", "reduce", "reduce_window", "select_and_scatter",
+    "after_all", "call", "composite_call", "conditional", "create_token",
+    "optimization_barrier", "while_loop"])

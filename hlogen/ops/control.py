@@ -1,0 +1,255 @@
+"""Control flow and calls: While, Conditional, Call, CompositeCall, OptimizationBarrier,
+AfterAll, CreateToken.
+
+Values that several ops carry (a While state, a Conditional branch operand, an
+OptimizationBarrier's operands) are an Op, or a Python tuple of Ops: a computation then
+gets one parameter per element, and the op returns the same structure.
+"""
+from __future__ import annotations
+
+import builtins
+
+import numpy as np
+from jaxlib.mlir import ir
+
+from hlogen import mlir
+from hlogen import types as T
+from hlogen.builder import Builder, Op, copy_function, same_builder, trace
+from hlogen.errors import ShapeError
+
+_PRED = T.Shape(T.pred, ())
+
+
+def _structure(op_name: str, arg: str, value, allow_empty=False) -> tuple[list[Op], bool]:
+    """(the Ops of `value`, whether it was a bare Op)."""
+    if isinstance(value, Op):
+        return [value], True
+    if isinstance(value, (builtins.tuple, list)) and all(isinstance(v, Op) for v in value) and \
+            (value or allow_empty):
+        return list(value), False
+    raise ShapeError(f"{op_name}: {arg} must be an Op or a tuple of Ops"
+                     f"{' (possibly empty)' if allow_empty else ''}, got {value!r}")
+
+
+def _shaped_like(single: bool, results: list[Op]):
+    return results[0] if single else builtins.tuple(results)
+
+
+def _describe(shapes) -> str:
+    return "(" + ", ".join(map(str, shapes)) + ")"
+
+
+# -- While ------------------------------------------------------------------------------------
+
+def while_loop(condition, body, init):
+    """While(condition, body, init): repeats `body` on the loop-carried value while
+    `condition` (-> pred[]) holds. `init` is an Op or a tuple of Ops; both computations
+    take one parameter per element, `body` returns the same shapes, and the result has
+    init's structure."""
+    values, single = _structure("while_loop", "init", init)
+    builder = same_builder("while_loop", *values)
+    shapes = [v.shape for v in values]
+    cond = trace(builder, "while_loop", "condition", condition, shapes, [_PRED])
+    step = trace(builder, "while_loop", "body", body, shapes, shapes)
+    return _shaped_like(single, builder.add_op_with_regions("stablehlo.while", shapes, values, {},
+                                                            [cond, step]))
+
+
+# -- Conditional ------------------------------------------------------------------------------
+
+def conditional(*args):
+    """Conditional, in the spec's two forms (call both positionally):
+
+    conditional(pred, true_operand, true_computation, false_operand, false_computation):
+        runs true_computation(true_operand) if pred (a pred[] scalar), else the other;
+    conditional(branch_index, branch_computations, branch_operands):
+        runs branch_computations[branch_index](branch_operands[branch_index]); an s32
+        index < 0 or >= N runs the last branch.
+    A branch operand is an Op or a tuple of Ops (possibly empty: the computation then
+    takes no parameters); every branch must return the same shapes.
+    """
+    if len(args) == 5:
+        pred, true_operand, true_computation, false_operand, false_computation = args
+        selector, kind = pred, "pred"
+        computations = [true_computation, false_computation]
+        operands = [true_operand, false_operand]
+        names = ["true_computation", "false_computation"]
+    elif len(args) == 3:
+        selector, computations, operands = args
+        kind = "branch_index"
+        if not isinstance(computations, (builtins.tuple, list)) or not computations:
+            raise ShapeError(f"conditional: branch_computations must be a non-empty list, got "
+                             f"{computations!r}")
+        if not isinstance(operands, (builtins.tuple, list)) or len(operands) != len(computations):
+            raise ShapeError(f"conditional: branch_operands must be a list of one operand per "
+                             f"branch ({len(computations)}), got {operands!r}")
+        names = [f"branch_computations[{i}]" for i in range(len(computations))]
+    else:
+        raise ShapeError(f"conditional takes (pred, true_operand, true_computation, false_operand, "
+                         f"false_computation) or (branch_index, branch_computations, "
+                         f"branch_operands), got {len(args)} arguments")
+    wanted = _PRED if kind == "pred" else T.Shape(T.s32, ())
+    if not isinstance(selector, Op) or selector.shape != wanted:
+        raise ShapeError(f"conditional: {kind} must be a {wanted} Op, got "
+                         f"{selector.shape if isinstance(selector, Op) else repr(selector)}")
+    structures = [_structure("conditional", f"the operand of {n}", o, allow_empty=True)[0]
+                  for n, o in zip(names, operands)]
+    builder = same_builder("conditional", selector, *[v for s in structures for v in s])
+    regions = [trace(builder, "conditional", name, computation, [v.shape for v in values],
+                     captured=values)
+               for name, computation, values in zip(names, computations, structures)]
+    results = regions[0].result_shapes
+    for name, region in zip(names[1:], regions[1:]):
+        if region.result_shapes != results:
+            raise ShapeError(f"conditional: {name} returns {_describe(region.result_shapes)}, "
+                             f"{names[0]} returns {_describe(results)}; every branch must "
+                             f"return the same shapes")
+    mlir_name = "stablehlo.if" if kind == "pred" else "stablehlo.case"
+    outs = builder.add_op_with_regions(mlir_name, results, [selector], {}, regions)
+    return outs[0] if len(outs) == 1 else builtins.tuple(outs)
+
+
+# -- Call, CompositeCall --------------------------------------------------------------------------
+
+def _callee(op_name: str, what: str, computation, args):
+    """`computation` as a Computation taking `args` (a callable is built into one)."""
+    from hlogen.computation import Computation
+    for i, a in enumerate(args):
+        if not isinstance(a, Op):
+            raise ShapeError(f"{op_name}: argument {i} must be an Op, got {type(a).__name__} {a!r}")
+    if callable(computation) and not isinstance(computation, Computation):
+        b = Builder(getattr(computation, "__name__", what).strip("<>") or what)
+        returned = computation(*[b.parameter(a.shape) for a in args])
+        returned = returned if isinstance(returned, (builtins.tuple, list)) else [returned]
+        computation = b.build(*returned)
+    if not isinstance(computation, Computation):
+        raise ShapeError(f"{op_name}: {what} must be a Python callable or an hg.Computation, got "
+                         f"{type(computation).__name__} {computation!r}")
+    expected = computation.parameter_shapes
+    got = [a.shape for a in args]
+    if got != expected:
+        raise ShapeError(f"{op_name}: {what} {computation.name!r} takes {_describe(expected)}, "
+                         f"called with {_describe(got)}")
+    return computation
+
+
+def call(computation, *args):
+    """Call(computation, args...): the results of `computation` on `args` (a func.call of a
+    private copy of it). A computation with several results returns a tuple of Ops."""
+    builder = same_builder("call", *args) if args else None
+    computation = _callee("call", "computation", computation, args)
+    if builder is None:
+        raise ShapeError("call: a call without arguments cannot tell which builder it belongs "
+                         "to; give the computation a parameter")
+    symbol = copy_function(builder.module, computation)
+    shapes = computation.result_shapes
+    operation = builder.emit("func.call", [mlir.ir_type(s) for s in shapes], [a.value for a in args],
+                             {"callee": ir.FlatSymbolRefAttr.get(symbol, context=mlir.context())})
+    outs = [Op(builder, r, s) for r, s in zip(operation.results, shapes)]
+    return outs[0] if len(outs) == 1 else builtins.tuple(outs)
+
+
+def composite_call(decomposition, *inputs, name, composite_attributes=None, version=0):
+    """CompositeCall: an op named `name` (with `composite_attributes` and `version`) whose
+    meaning is `decomposition` applied to `inputs`; backends run the decomposition."""
+    if not isinstance(name, str) or not name:
+        raise ShapeError(f"composite_call: name must be a non-empty string, got {name!r}")
+    if isinstance(version, bool) or not isinstance(version, int) or not 0 <= version < 2**31:
+        raise ShapeError(f"composite_call: version={version!r} must be an integer in [0, 2**31)")
+    builder = same_builder("composite_call", *inputs) if inputs else None
+    decomposition = _callee("composite_call", "decomposition", decomposition, inputs)
+    if builder is None:
+        raise ShapeError("composite_call: needs at least one input")
+    ctx = mlir.context()
+    symbol = copy_function(builder.module, decomposition)
+    shapes = decomposition.result_shapes
+    operation = builder.emit("stablehlo.composite", [mlir.ir_type(s) for s in shapes],
+                             [a.value for a in inputs], {
+                                 "name": ir.StringAttr.get(name, context=ctx),
+                                 "composite_attributes": _attributes(composite_attributes),
+                                 "decomposition": ir.FlatSymbolRefAttr.get(symbol, context=ctx),
+                                 "version": ir.IntegerAttr.get(
+                                     ir.IntegerType.get_signless(32, context=ctx), version)})
+    outs = [Op(builder, r, s) for r, s in zip(operation.results, shapes)]
+    return outs[0] if len(outs) == 1 else builtins.tuple(outs)
+
+
+def _attributes(value) -> ir.Attribute:
+    """composite_attributes: None, an MLIR dictionary as text ("{n = 1 : i32}"), or a dict
+    of Python values (bool, int as i64, float as f64, str, numpy arrays, MLIR attributes)."""
+    ctx = mlir.context()
+    if value is None:
+        return ir.DictAttr.get({}, context=ctx)
+    if isinstance(value, str):
+        try:
+            parsed = ir.Attribute.parse(value, context=ctx)
+        except (ir.MLIRError, ValueError) as e:
+            raise ShapeError(f"composite_call: composite_attributes {value!r} is not an MLIR "
+                             f"attribute: {e}") from None
+        if not isinstance(parsed, ir.DictAttr) and not ir.DictAttr.isinstance(parsed):
+            raise ShapeError(f"composite_call: composite_attributes {value!r} must be a "
+                             f"dictionary such as {{n = 1 : i32}}")
+        return parsed
+    if not isinstance(value, dict):
+        raise ShapeError(f"composite_call: composite_attributes must be None, a dict or MLIR "
+                         f"dictionary text, got {type(value).__name__}")
+    return ir.DictAttr.get({k: _attribute(k, v) for k, v in value.items()}, context=ctx)
+
+
+def _attribute(key, value) -> ir.Attribute:
+    ctx = mlir.context()
+    if not isinstance(key, str) or not key:
+        raise ShapeError(f"composite_call: composite_attributes keys must be strings, got {key!r}")
+    if isinstance(value, ir.Attribute):
+        return value
+    if isinstance(value, (bool, np.bool_)):
+        return ir.BoolAttr.get(bool(value), context=ctx)
+    if isinstance(value, (int, np.integer)):
+        if not -2**63 <= int(value) < 2**63:
+            raise ShapeError(f"composite_call: composite_attributes[{key!r}]={value} does not fit "
+                             f"64 bits")
+        return ir.IntegerAttr.get(ir.IntegerType.get_signless(64, context=ctx), int(value))
+    if isinstance(value, (float, np.floating)):
+        return ir.FloatAttr.get_f64(float(value), context=ctx)
+    if isinstance(value, str):
+        return ir.StringAttr.get(value, context=ctx)
+    if isinstance(value, np.ndarray):
+        et = T.element_type(value.dtype)
+        return mlir.dense_attr(value, T.Shape(et, value.shape))
+    raise ShapeError(f"composite_call: composite_attributes[{key!r}] of type "
+                     f"{type(value).__name__} has no MLIR attribute; use bool, int, float, str, "
+                     f"a numpy array or an MLIR attribute")
+
+
+# -- OptimizationBarrier, tokens --------------------------------------------------------------------
+
+def optimization_barrier(operand):
+    """OptimizationBarrier(operand): the operand (an Op or a tuple of Ops) unchanged, with
+    every value computed before anything that uses the result."""
+    values, single = _structure("optimization_barrier", "operand", operand)
+    builder = same_builder("optimization_barrier", *values)
+    operation = builder.emit("stablehlo.optimization_barrier",
+                             [mlir.ir_type(v.shape) for v in values], [v.value for v in values])
+    return _shaped_like(single, [Op(builder, r, v.shape) for r, v in zip(operation.results, values)])
+
+
+def after_all(tokens):
+    """AfterAll(tokens): a token that follows every one of `tokens` (one or more)."""
+    values = [tokens] if isinstance(tokens, Op) else list(tokens) if isinstance(
+        tokens, (builtins.tuple, list)) else None
+    if not values:
+        raise ShapeError(f"after_all: tokens must be a non-empty list of token Ops, got {tokens!r}"
+                         f" (create_token(builder) makes the first token)")
+    for i, t in enumerate(values):
+        if not isinstance(t, Op) or not isinstance(t.shape, T.TokenShape):
+            raise ShapeError(f"after_all: tokens[{i}] must be a token, got "
+                             f"{t.shape if isinstance(t, Op) else repr(t)}")
+    builder = same_builder("after_all", *values)
+    return builder.add_op("stablehlo.after_all", T.token, values)
+
+
+def create_token(builder):
+    """A new token (AfterAll of no tokens)."""
+    if not isinstance(builder, Builder):
+        raise ShapeError(f"create_token: builder must be a Builder, got {type(builder).__name__}")
+    return builder.add_op("stablehlo.after_all", T.token, [])
