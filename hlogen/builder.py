@@ -293,7 +293,8 @@ def trace(builder: Builder, op_name: str, what: str, computation, parameter_shap
                                             arg_locs=[loc] * len(parameter_shapes))
     region_builder = RegionBuilder(builder, description, block)
     if isinstance(computation, Computation):
-        values, shapes = _inline(region_builder, op_name, what, computation, parameter_shapes,
+        params = [Op(region_builder, a, s) for a, s in zip(block.arguments, parameter_shapes)]
+        values, shapes = _inline(region_builder, op_name, what, computation, params,
                                  result_shapes)
     elif callable(computation):
         values, shapes = _call(region_builder, op_name, what, computation, parameter_shapes,
@@ -317,6 +318,14 @@ def _describe_shapes(shapes) -> str:
 
 def _call(rb: RegionBuilder, op_name, what, fn, parameter_shapes, result_shapes):
     params = [Op(rb, arg, s) for arg, s in zip(rb._block.arguments, parameter_shapes)]
+    returned = _results(rb, op_name, what, _invoke(rb, op_name, what, fn, params), result_shapes)
+    shapes = [r.shape for r in returned]
+    _check_results(op_name, what, shapes, result_shapes)
+    return [r.value for r in returned], shapes
+
+
+def _invoke(rb: RegionBuilder, op_name, what, fn, params) -> list:
+    """What the callable `fn` returns for `params`, as a list; errors name op and line."""
     keywords = {}
     try:
         signature = inspect.signature(fn)
@@ -330,13 +339,18 @@ def _call(rb: RegionBuilder, op_name, what, fn, parameter_shapes, result_shapes)
             signature.bind(*params, **keywords)
         except TypeError:
             raise ShapeError(f"{op_name}: the {what} is called with {len(params)} parameters "
-                             f"{_describe_shapes(parameter_shapes)}, but {_callable_name(fn)} "
-                             f"does not accept {len(params)} positional arguments") from None
+                             f"{_describe_shapes([p.shape for p in params])}, but "
+                             f"{_callable_name(fn)} does not accept {len(params)} positional "
+                             f"arguments") from None
     try:
         returned = fn(*params, **keywords)
     except HlogenError as e:
         raise type(e)(f"{op_name}: in the {what} ({_user_line(e)}): {e}") from None
-    returned = list(returned) if isinstance(returned, (tuple, list)) else [returned]
+    return list(returned) if isinstance(returned, (tuple, list)) else [returned]
+
+
+def _results(rb: RegionBuilder, op_name, what, returned: list, result_shapes=None) -> list[Op]:
+    """The Ops a callable returned: Python numbers made constants of `result_shapes`."""
     if result_shapes is not None and len(returned) == len(result_shapes):
         returned = [rb.constant(r, s.element_type) if _is_number(r) and isinstance(s, T.Shape)
                     and s.rank == 0 else r for r, s in zip(returned, result_shapes)]
@@ -348,14 +362,28 @@ def _call(rb: RegionBuilder, op_name, what, fn, parameter_shapes, result_shapes)
             raise ShapeError(f"{op_name}: the {what} returns {r!r} from {r.builder!r}: a "
                              f"computation can return only values it computed from its own "
                              f"parameters")
-    shapes = [r.shape for r in returned]
-    _check_results(op_name, what, shapes, result_shapes)
-    return [r.value for r in returned], shapes
+    return returned
 
 
-def _inline(rb: RegionBuilder, op_name, what, computation, parameter_shapes, result_shapes):
+def apply(rb: RegionBuilder, op_name: str, what: str, computation, args) -> list[Op]:
+    """`computation` (a callable or a Computation) applied to `args`, Ops of `rb`, inside a
+    region being traced: for ops that wrap the user's computation in one of their own
+    (e.g. to carry tuples, which some regions cannot take)."""
+    from hlogen.computation import Computation
+    if isinstance(computation, Computation):
+        values, shapes = _inline(rb, op_name, what, computation, args, None)
+        return [Op(rb, v, s) for v, s in zip(values, shapes)]
+    if not callable(computation):
+        raise ShapeError(f"{op_name}: {what} must be a Python callable or an hg.Computation, "
+                         f"got {type(computation).__name__} {computation!r}")
+    return _results(rb, op_name, what, _invoke(rb, op_name, what, computation, list(args)))
+
+
+def _inline(rb: RegionBuilder, op_name, what, computation, params, result_shapes):
+    """Inlines `computation` at the end of `rb`'s block, on `params` (Ops of `rb`)."""
     name = computation.name
     got = computation.parameter_shapes
+    parameter_shapes = [p.shape for p in params]
     if len(got) != len(parameter_shapes):
         raise ShapeError(f"{op_name}: the {what} must take {len(parameter_shapes)} parameters "
                          f"{_describe_shapes(parameter_shapes)}; computation {name!r} takes "
@@ -367,7 +395,7 @@ def _inline(rb: RegionBuilder, op_name, what, computation, parameter_shapes, res
     _check_results(op_name, what, computation.result_shapes, result_shapes, name)
     _copy_functions(rb.module, computation)
     with rb._ip, mlir.user_location():
-        values = _jax_mlir_ext.inlined_func_call(computation._main, list(rb._block.arguments))
+        values = _jax_mlir_ext.inlined_func_call(computation._main, [p.value for p in params])
     return list(values), list(computation.result_shapes)
 
 

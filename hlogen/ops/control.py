@@ -14,7 +14,7 @@ from jaxlib.mlir import ir
 
 from hlogen import mlir
 from hlogen import types as T
-from hlogen.builder import Builder, Op, copy_function, same_builder, trace
+from hlogen.builder import Builder, Op, apply, copy_function, same_builder, trace
 from hlogen.errors import ShapeError
 
 _PRED = T.Shape(T.pred, ())
@@ -39,20 +39,63 @@ def _describe(shapes) -> str:
     return "(" + ", ".join(map(str, shapes)) + ")"
 
 
+# -- tuples through regions -------------------------------------------------------------------------
+# stablehlo.while, if and case carry arrays and tokens, not tuples: tuple-shaped values
+# travel as their leaves, and the user's computation sees them rebuilt.
+
+def _leaves(value: Op) -> list[Op]:
+    from hlogen.ops.tuples import get_tuple_element
+    if isinstance(value.shape, T.TupleShape):
+        return [leaf for i in range(len(value.shape.elements))
+                for leaf in _leaves(get_tuple_element(value, i))]
+    return [value]
+
+
+def _rebuild(shapes, leaves, builder) -> list[Op]:
+    """Values of `shapes` from their leaves (Ops of `builder`), in order."""
+    from hlogen.ops.tuples import tuple as make_tuple
+    it = iter(leaves)
+
+    def build(shape):
+        if isinstance(shape, T.TupleShape):
+            return make_tuple([build(s) for s in shape.elements], builder=builder)
+        return next(it)
+    return [build(s) for s in shapes]
+
+
+def _leaf_shapes(shapes) -> list:
+    return [leaf for s in shapes for leaf in T.leaves(s)]
+
+
 # -- While ------------------------------------------------------------------------------------
 
 def while_loop(condition, body, init):
     """While(condition, body, init): repeats `body` on the loop-carried value while
-    `condition` (-> pred[]) holds. `init` is an Op or a tuple of Ops; both computations
-    take one parameter per element, `body` returns the same shapes, and the result has
-    init's structure."""
+    `condition` (-> pred[]) holds. `init` is an Op (an array, a token or a tuple) or a
+    tuple of Ops; both computations take one parameter per element, `body` returns the
+    same shapes, and the result has init's structure."""
     values, single = _structure("while_loop", "init", init)
     builder = same_builder("while_loop", *values)
     shapes = [v.shape for v in values]
-    cond = trace(builder, "while_loop", "condition", condition, shapes, [_PRED])
-    step = trace(builder, "while_loop", "body", body, shapes, shapes)
-    return _shaped_like(single, builder.add_op_with_regions("stablehlo.while", shapes, values, {},
-                                                            [cond, step]))
+    leaves = [leaf for v in values for leaf in _leaves(v)]
+    leaf_shapes = [leaf.shape for leaf in leaves]
+    if leaf_shapes != shapes:  # tuples among the values: the computations get them rebuilt
+        def on_leaves_body(*params, builder):
+            out = apply(builder, "while_loop", "body", body, _rebuild(shapes, params, builder))
+            if [o.shape for o in out] != shapes:
+                raise ShapeError(f"while_loop: the body must return {_describe(shapes)}; it "
+                                 f"returns {_describe([o.shape for o in out])}")
+            return [leaf for o in out for leaf in _leaves(o)]
+
+        def on_leaves_condition(*params, builder):
+            return apply(builder, "while_loop", "condition", condition,
+                         _rebuild(shapes, params, builder))
+    else:
+        on_leaves_condition, on_leaves_body = condition, body
+    cond = trace(builder, "while_loop", "condition", on_leaves_condition, leaf_shapes, [_PRED])
+    step = trace(builder, "while_loop", "body", on_leaves_body, leaf_shapes, leaf_shapes)
+    results = builder.add_op_with_regions("stablehlo.while", leaf_shapes, leaves, {}, [cond, step])
+    return _shaped_like(single, _rebuild(shapes, results, builder))
 
 
 # -- Conditional ------------------------------------------------------------------------------
@@ -66,7 +109,8 @@ def conditional(*args):
         runs branch_computations[branch_index](branch_operands[branch_index]); an s32
         index < 0 or >= N runs the last branch.
     A branch operand is an Op or a tuple of Ops (possibly empty: the computation then
-    takes no parameters); every branch must return the same shapes.
+    takes no parameters); every branch must return the same shapes. A computation
+    without parameters that needs constants can take a keyword-only `builder` argument.
     """
     if len(args) == 5:
         pred, true_operand, true_computation, false_operand, false_computation = args
@@ -95,17 +139,27 @@ def conditional(*args):
     structures = [_structure("conditional", f"the operand of {n}", o, allow_empty=True)[0]
                   for n, o in zip(names, operands)]
     builder = same_builder("conditional", selector, *[v for s in structures for v in s])
-    regions = [trace(builder, "conditional", name, computation, [v.shape for v in values],
-                     captured=values)
+    returned = {}  # branch name -> the shapes it returns, before tuples are taken apart
+
+    def branch(name, computation):
+        def leaves_of(*params, builder):
+            out = apply(builder, "conditional", name, computation, params)
+            returned[name] = [o.shape for o in out]
+            return [leaf for o in out for leaf in _leaves(o)]
+        return leaves_of
+
+    regions = [trace(builder, "conditional", name, branch(name, computation),
+                     [v.shape for v in values], captured=values)
                for name, computation, values in zip(names, computations, structures)]
-    results = regions[0].result_shapes
-    for name, region in zip(names[1:], regions[1:]):
-        if region.result_shapes != results:
-            raise ShapeError(f"conditional: {name} returns {_describe(region.result_shapes)}, "
+    results = returned[names[0]]
+    for name in names[1:]:
+        if returned[name] != results:
+            raise ShapeError(f"conditional: {name} returns {_describe(returned[name])}, "
                              f"{names[0]} returns {_describe(results)}; every branch must "
                              f"return the same shapes")
     mlir_name = "stablehlo.if" if kind == "pred" else "stablehlo.case"
-    outs = builder.add_op_with_regions(mlir_name, results, [selector], {}, regions)
+    outs = _rebuild(results, builder.add_op_with_regions(mlir_name, regions[0].result_shapes,
+                                                         [selector], {}, regions), builder)
     return outs[0] if len(outs) == 1 else builtins.tuple(outs)
 
 
@@ -136,11 +190,11 @@ def _callee(op_name: str, what: str, computation, args):
 def call(computation, *args):
     """Call(computation, args...): the results of `computation` on `args` (a func.call of a
     private copy of it). A computation with several results returns a tuple of Ops."""
-    builder = same_builder("call", *args) if args else None
-    computation = _callee("call", "computation", computation, args)
-    if builder is None:
+    if not args:
         raise ShapeError("call: a call without arguments cannot tell which builder it belongs "
                          "to; give the computation a parameter")
+    builder = same_builder("call", *args)
+    computation = _callee("call", "computation", computation, args)
     symbol = copy_function(builder.module, computation)
     shapes = computation.result_shapes
     operation = builder.emit("func.call", [mlir.ir_type(s) for s in shapes], [a.value for a in args],
@@ -156,10 +210,10 @@ def composite_call(decomposition, *inputs, name, composite_attributes=None, vers
         raise ShapeError(f"composite_call: name must be a non-empty string, got {name!r}")
     if isinstance(version, bool) or not isinstance(version, int) or not 0 <= version < 2**31:
         raise ShapeError(f"composite_call: version={version!r} must be an integer in [0, 2**31)")
-    builder = same_builder("composite_call", *inputs) if inputs else None
-    decomposition = _callee("composite_call", "decomposition", decomposition, inputs)
-    if builder is None:
+    if not inputs:
         raise ShapeError("composite_call: needs at least one input")
+    builder = same_builder("composite_call", *inputs)
+    decomposition = _callee("composite_call", "decomposition", decomposition, inputs)
     ctx = mlir.context()
     symbol = copy_function(builder.module, decomposition)
     shapes = decomposition.result_shapes
