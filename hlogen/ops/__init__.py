@@ -6,6 +6,7 @@ from hlogen.ops.conversion import bitcast_convert_type, convert_element_type, re
 from hlogen.ops.elementwise import *  # noqa: F401,F403 - generated from the op tables
 from hlogen.ops.elementwise import __all__ as _elementwise
 from hlogen.ops.indexing import dynamic_slice, dynamic_update_slice, gather, scatter
+from hlogen.ops.random import rng_bit_generator, rng_normal, rng_uniform
 from hlogen.ops.movement import (collapse, concatenate, get_dimension_size, pad, reshape, rev,
                                  set_dimension_size, slice, slice_in_dim, transpose)
 from hlogen.ops.shaping import broadcast, broadcast_in_dim, iota
@@ -20,4 +21,4 @@ __all__ = sorted(_elementwise + [
     "dynamic_slice", "dynamic_update_slice", "gather", "scatter", "sort", "top_k",
     "map", "reduce", "reduce_window", "select_and_scatter",
     "after_all", "call", "composite_call", "conditional", "create_token",
-    "optimization_barrier", "while_loop"])
+    "optimization_barrier", "while_loop", "rng_bit_generator", "rng_normal", "rng_uniform"])

@@ -51,8 +51,9 @@ def window(op_name: str, input_dimensions, window_dimensions, window_strides=Non
     """The checked Window of `op_name` over an input of `input_dimensions`.
 
     "SAME" pads so that the output has ceil(input / stride) elements per dimension, half
-    the padding low and the odd one high (as XLA's MakePadding and jax do), computed on
-    the dilated input and window; "VALID" pads nothing.
+    the padding low and the odd one high (XLA's MakePadding), with the window dilated and
+    the input size as it is, base dilation or not (as jax.lax.reduce_window does; the
+    spec is silent there); "VALID" pads nothing.
     """
     rank = len(input_dimensions)
 
@@ -80,7 +81,7 @@ def window(op_name: str, input_dimensions, window_dimensions, window_strides=Non
             pads = ((0, 0),) * rank
         elif kind == "SAME":
             pads = []
-            for n, w, s in zip(dilated_input, dilated_window, strides):
+            for n, w, s in zip(input_dimensions, dilated_window, strides):
                 needed = max(0, (-(-n // s) - 1) * s + w - n)
                 pads.append((needed // 2, needed - needed // 2))
             pads = tuple(pads)
