@@ -24,6 +24,8 @@ from hlogen.builder import Builder, Op  # noqa: E402
 from hlogen.computation import Computation, load  # noqa: E402
 from hlogen.errors import ExecutionError, HlogenError, InputError, ShapeError, UnsupportedError  # noqa: E402
 from hlogen.function import Function, function  # noqa: E402
+from hlogen.ops.convolution import ConvDimensionNumbers  # noqa: E402
+from hlogen.ops.linalg import DotDimensionNumbers  # noqa: E402
 from hlogen.runtime import compile, interpret  # noqa: E402
 from hlogen.types import (ELEMENT_TYPES, ElementType, Shape, TokenShape,  # noqa: E402
                           TupleShape, element_type, token, tuple_shape)
@@ -36,5 +38,6 @@ __all__ = [
     "Builder", "Op", "Computation", "Function", "load", "compile", "interpret", "function",
     "ops", "passes", "HlogenError", "ShapeError", "InputError", "UnsupportedError",
     "ExecutionError", "ELEMENT_TYPES", "ElementType", "Shape", "TupleShape", "TokenShape",
-    "element_type", "token", "tuple_shape", *ELEMENT_TYPES,
+    "element_type", "token", "tuple_shape", "ConvDimensionNumbers", "DotDimensionNumbers",
+    *ELEMENT_TYPES,
 ]
