@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
+
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
@@ -179,7 +181,7 @@ def cholesky(a, lower=True):
     rows = ops.iota(a.builder, T.Shape(T.s32, shape.dimensions), shape.rank - 2)
     columns = ops.iota(a.builder, T.Shape(T.s32, shape.dimensions), shape.rank - 1)
     kept = ops.ge(rows, columns) if lower else ops.le(rows, columns)
-    return ops.select(kept, factor, ops.broadcast(a.builder.constant(0, shape.element_type),
+    return ops.select(kept, factor, ops.broadcast(a.builder.constant(np.zeros((), shape.dtype)),
                                                   shape.dimensions))
 
 
