@@ -23,6 +23,7 @@ from hlogen import ops, passes  # noqa: E402
 from hlogen.builder import Builder, Op  # noqa: E402
 from hlogen.computation import Computation, load  # noqa: E402
 from hlogen.errors import ExecutionError, HlogenError, InputError, ShapeError, UnsupportedError  # noqa: E402
+from hlogen.custom_calls import register_custom_call  # noqa: E402
 from hlogen.function import Function, function  # noqa: E402
 from hlogen.ops.convolution import ConvDimensionNumbers  # noqa: E402
 from hlogen.ops.linalg import DotDimensionNumbers  # noqa: E402
@@ -39,5 +40,6 @@ __all__ = [
     "ops", "passes", "HlogenError", "ShapeError", "InputError", "UnsupportedError",
     "ExecutionError", "ELEMENT_TYPES", "ElementType", "Shape", "TupleShape", "TokenShape",
     "element_type", "token", "tuple_shape", "ConvDimensionNumbers", "DotDimensionNumbers",
+    "register_custom_call",
     *ELEMENT_TYPES,
 ]

@@ -44,17 +44,18 @@ def _tuple_operands(op) -> bool:
     return any(str(v.type).startswith("tuple<") for v in op.operands)
 
 
-def _inside_region(op) -> bool:
-    parent = op.parent
-    return parent is not None and parent.name != "func.func"
+def _custom_call_refusal(op):
+    from hlogen.custom_calls import pjrt_refusal
+    return pjrt_refusal(op)
 
 
 _NOT_BY_ITSELF = "the interpreter runs it only in its parallel runner (replicas), which hlogen does not use"
 _DECOMPOSABLE = "the interpreter does not implement it (it aborts)"
 
 # backend -> {op name: (why, when)}: the ops a backend cannot run. `when` is None
-# (always) or a predicate of the op. Ops of dialects other than stablehlo and func are
-# refused by the interpreter as well (it aborts on them).
+# (always) or a predicate of the op (True, or a string that says why instead of `why`).
+# Ops of dialects other than stablehlo and func are refused by the interpreter as well
+# (it aborts on them).
 UNSUPPORTED = {
     "interpret": {
         **{name: (_DECOMPOSABLE, None) for name in (
@@ -79,7 +80,7 @@ UNSUPPORTED = {
         "stablehlo.set_dimension_size": (
             "XLA returns the padding of a dynamic dimension as data and GetDimensionSize of it "
             "as the bound, so its results would be wrong", None),
-        "stablehlo.custom_call": ("XLA aborts on a custom_call inside a region", _inside_region),
+        "stablehlo.custom_call": ("", _custom_call_refusal),  # reserved targets, regions
     },
 }
 _INTERPRETER_DIALECTS = ("stablehlo.", "func.")
@@ -190,9 +191,10 @@ def check_backend(module: ir.Module, backend: str, where: str) -> None:
                         f"{leaf.size * leaf.dtype.itemsize / 2**30:.1f} GiB, more than this "
                         f"machine's memory ({memory / 2**30:.1f} GiB)")
         entry = table.get(op.name)
-        if entry is not None and (entry[1] is None or entry[1](op)):
+        verdict = entry is not None and (entry[1] is None or entry[1](op))
+        if verdict:  # a predicate may say why itself
             raise UnsupportedError(f"{located(op, where)}: {_backend_words(backend)} cannot run "
-                                   f"{op.name}: {entry[0]}")
+                                   f"{op.name}: {verdict if isinstance(verdict, str) else entry[0]}")
         if backend == "interpret" and not op.name.startswith(_INTERPRETER_DIALECTS):
             raise UnsupportedError(f"{located(op, where)}: {_backend_words(backend)} cannot run "
                                    f"{op.name}: it runs StableHLO and func ops only")

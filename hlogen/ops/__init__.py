@@ -3,6 +3,7 @@ from hlogen.ops.batch_norm import batch_norm_grad, batch_norm_inference, batch_n
 from hlogen.ops.computations import map, reduce, reduce_window, select_and_scatter
 from hlogen.ops.control import (after_all, call, composite_call, conditional, create_token,
                                 optimization_barrier, while_loop)
+from hlogen.ops.custom_call import custom_call
 from hlogen.ops.convolution import conv, conv_general_dilated, conv_with_general_padding
 from hlogen.ops.conversion import bitcast_convert_type, convert_element_type, reduce_precision
 from hlogen.ops.elementwise import *  # noqa: F401,F403 - generated from the op tables
@@ -28,4 +29,4 @@ __all__ = sorted(_elementwise + [
     "optimization_barrier", "while_loop", "rng_bit_generator", "rng_normal", "rng_uniform",
     "batch_norm_grad", "batch_norm_inference", "batch_norm_training", "conv",
     "conv_general_dilated", "conv_with_general_padding", "fft", "cholesky", "dot", "dot_general",
-    "triangular_solve"])
+    "triangular_solve", "custom_call"])
