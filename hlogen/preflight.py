@@ -44,6 +44,28 @@ def _tuple_operands(op) -> bool:
     return any(str(v.type).startswith("tuple<") for v in op.operands)
 
 
+_RNG_TYPES = ("f16", "bf16", "f32", "f64", "i32", "ui32", "i64", "ui64")
+
+
+def _rng_refusal(op):
+    # XLA CPU aborts on other types (the spec: CPU/GPU support F64, F32, F16, BF16, S64,
+    # U64, S32, U32)
+    element = str(op.results[0].type).rsplit("x", 1)[-1].rstrip(">").replace("tensor<", "")
+    if element not in _RNG_TYPES:
+        return f"XLA CPU generates only {', '.join(_RNG_TYPES)} values, not {element}"
+    return None
+
+
+def _bits_refusal(op):
+    # XLA CPU treats float or signed random bits as unsigned ones, and the ops that use
+    # them too: ops.rng_bit_generator emits unsigned bits and bitcasts them
+    element = str(op.results[1].type).rsplit("x", 1)[-1].rstrip(">").replace("tensor<", "")
+    if not element.startswith("ui"):
+        return (f"XLA CPU miscompiles random bits of type {element}; generate unsigned bits of "
+                f"the same width and bitcast them (as ops.rng_bit_generator does)")
+    return None
+
+
 def _custom_call_refusal(op):
     from hlogen.custom_calls import pjrt_refusal
     return pjrt_refusal(op)
@@ -81,6 +103,8 @@ UNSUPPORTED = {
             "XLA returns the padding of a dynamic dimension as data and GetDimensionSize of it "
             "as the bound, so its results would be wrong", None),
         "stablehlo.custom_call": ("", _custom_call_refusal),  # reserved targets, regions
+        "stablehlo.rng": ("", _rng_refusal),
+        "stablehlo.rng_bit_generator": ("", _bits_refusal),
     },
 }
 _INTERPRETER_DIALECTS = ("stablehlo.", "func.")

@@ -359,3 +359,20 @@ def test_argument_errors(case):
         call()
     for word in words:
         assert word in str(e.value), f"{word!r} not in {str(e.value)!r}"
+
+
+@pytest.mark.parametrize("text,message", [
+    ("""func.func @main(%a: tensor<i8>, %b: tensor<i8>) -> tensor<3xi8> {
+      %s = stablehlo.constant dense<3> : tensor<1xi64>
+      %0 = stablehlo.rng %a, %b, %s, distribution = UNIFORM : (tensor<i8>, tensor<i8>, tensor<1xi64>) -> tensor<3xi8>
+      return %0 : tensor<3xi8>
+    }""", "generates only .* not i8"),
+    ("""func.func @main(%s: tensor<2xui64>) -> tensor<4xf32> {
+      %0:2 = stablehlo.rng_bit_generator %s, algorithm = THREE_FRY : (tensor<2xui64>) -> (tensor<2xui64>, tensor<4xf32>)
+      return %0#1 : tensor<4xf32>
+    }""", "miscompiles random bits of type f32"),
+], ids=["rng-i8", "bits-f32"])
+def test_loaded_modules_that_xla_cpu_would_abort_on_or_miscompile_are_refused(text, message):
+    """What hlogen's own ops avoid (tests above), refused for loaded modules by the preflight."""
+    with pytest.raises(hg.UnsupportedError, match=message):
+        hg.compile(hg.load(text), backend="cpu")
