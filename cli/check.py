@@ -1,0 +1,89 @@
+"""`hlogen check`: run StableHLO conformance files on PJRT and/or the interpreter."""
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from hlogen.errors import HlogenError
+from hlogen_cli.main import reports_errors
+
+_BACKENDS = {"interpret": ["interpret"], "cpu": ["cpu"], "gpu": ["gpu"], "all": ["interpret", "cpu"]}
+
+
+@click.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.option("--backend", type=click.Choice(list(_BACKENDS)), default="all", show_default=True,
+              help="The reference interpreter, PJRT CPU or GPU, or all (interpret and cpu, "
+                   "plus gpu when one is present).")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), default=None,
+              help="Worker processes (default: the number of cores).")
+@click.option("--timeout", type=click.FloatRange(min=0.1), default=120.0, show_default=True,
+              help="Seconds one module may run before its worker is killed.")
+@click.option("--junit", "junit_path", metavar="OUT.xml", help="Write a JUnit XML report.")
+@click.option("--json", "json_path", metavar="OUT.jsonl", help="Write one JSON record per module run.")
+@click.option("--known", "known_paths", multiple=True, metavar="FILE",
+              help="A known-deviation list to add to the built-in one (JSON; see README).")
+@click.option("--no-default-known", is_flag=True, help="Leave out the built-in known-deviation list.")
+@click.option("--explain", is_flag=True,
+              help="For each module that fails on PJRT, name the first op whose PJRT and "
+                   "interpreter values differ.")
+@click.option("--quiet", "-q", is_flag=True, help="Print only the totals.")
+@reports_errors
+def check(paths, backend, jobs, timeout, junit_path, json_path, known_paths, no_default_known,
+          explain, quiet):
+    """Run StableHLO conformance files (PATHS: files or directories of .mlir) and judge
+    the results by StableHLO's check rules. Exit status 1 when any module fails that is
+    not a known deviation, 2 for bad arguments."""
+    from hlogen import conformance
+    from hlogen.conformance import report
+    backends = list(_BACKENDS[backend])
+    if backend == "all" and _has_gpu():
+        backends.append("gpu")
+    progress = _Progress(sys.stderr.isatty() and not quiet)
+    result = conformance.run(paths, backends, jobs=jobs, timeout=timeout, known_lists=known_paths,
+                             use_default_known=not no_default_known, on_record=progress,
+                             explain=explain)
+    progress.done()
+    click.echo(report.summary(result, per_op=not quiet, max_listed=0 if quiet else 50))
+    if explain:
+        for r in result.records:
+            if r.get("explain"):
+                click.echo(f"{r['file']}#{r['module']} ({r['backend']}): {r['explain']}")
+    if junit_path:
+        report.write_junit(result, junit_path)
+    if json_path:
+        report.write_json(result, json_path)
+    sys.exit(1 if result.failed else 0)
+
+
+def _has_gpu() -> bool:
+    try:
+        import jax
+        return bool(jax.devices("gpu"))
+    except Exception:
+        return False
+
+
+class _Progress:
+    """A one-line progress bar on a terminal."""
+
+    def __init__(self, enabled: bool):
+        self.enabled = enabled
+        self.failed = 0
+
+    def __call__(self, record, done, total):
+        if record["status"] in ("fail", "error", "crash", "timeout"):
+            self.failed += 1
+        if self.enabled:
+            width = 30
+            filled = width * done // max(total, 1)
+            sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} "
+                             f"({self.failed} failing)")
+            sys.stderr.flush()
+
+    def done(self):
+        if self.enabled:
+            sys.stderr.write("\r" + " " * 70 + "\r")
+            sys.stderr.flush()

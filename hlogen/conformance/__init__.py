@@ -1,0 +1,11 @@
+"""The conformance runner behind `hlogen check` (see README, "Conformance").
+
+- files: conformance file formats (RUN lines, split modules, the check dialect);
+- module: a module made runnable (checks -> results, constants -> parameters);
+- judge: StableHLO's judging rules; runner: one module on one backend;
+- worker, pool: worker processes that may die; check: a whole run;
+- known (+ known_deviations.json): known deviations as data; report: summary, JUnit, JSON;
+- explain: `first_divergence`, the first op whose PJRT and interpreter values differ.
+"""
+from hlogen.conformance.check import run  # noqa: F401
+from hlogen.conformance.explain import Divergence, first_divergence  # noqa: F401

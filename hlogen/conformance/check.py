@@ -1,0 +1,97 @@
+"""`hlogen check`: conformance files -> tasks -> workers -> judged records -> reports."""
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+
+from hlogen.conformance import files, known, pool
+from hlogen.errors import InputError
+
+# Failing statuses: they make the run fail (exit 1).
+FAILING = ("fail", "error", "crash", "timeout")
+STATUSES = ("pass", "fail", "error", "crash", "timeout", "known", "skipped", "disabled")
+
+
+@dataclasses.dataclass
+class Run:
+    records: list
+    backends: list
+    seconds: float
+    jobs: int
+    entries: list            # known.Entry, with their counts
+
+    @property
+    def failed(self) -> list:
+        return [r for r in self.records if r["status"] in FAILING]
+
+    @property
+    def stale(self) -> list:
+        return known.stale(self.entries)
+
+
+def tasks_for(paths, backends: list) -> tuple[list, dict]:
+    """One task per module and backend; and each file's Plan."""
+    tasks, plans = [], {}
+    for path in files.discover(paths):
+        try:
+            with open(path, encoding="utf-8", errors="replace") as f:
+                text = f.read()
+        except OSError as e:
+            raise InputError(f"{path}: cannot read: {e.strerror}") from None
+        plan = plans[path] = files.plan_of(text)
+        count = len(files.modules_of(path, text, plan))
+        run_on = backends if (plan.interpret or plan.disabled) else backends[:1]  # round trip once
+        for index in range(count):
+            for backend in run_on:
+                tasks.append({"file": path, "module": index, "backend": backend})
+    return tasks, plans
+
+
+def run(paths, backends, jobs: int | None = None, timeout: float = 120.0, known_lists=(),
+        use_default_known: bool = True, on_record=None, explain: bool = False) -> Run:
+    """Runs every module of `paths` on each of `backends` ("interpret", "cpu", "gpu")."""
+    jobs = jobs or os.cpu_count() or 1
+    entries = known.load(known.DEFAULT) if use_default_known else []
+    for path in known_lists:
+        entries += known.load(path)
+    tasks, plans = tasks_for(paths, list(backends))
+    if explain:
+        for t in tasks:
+            t["explain"] = t["backend"] != "interpret"
+    records: list = []
+    start = time.perf_counter()
+
+    def finish(record):
+        finish_record(record, plans.get(record["file"]), entries)
+        records.append(record)
+        if on_record is not None:
+            on_record(record, len(records), len(tasks))
+
+    pool.run_tasks(tasks, jobs, timeout, finish)
+    order = {(t["file"], t["module"], t["backend"]): i for i, t in enumerate(tasks)}
+    records.sort(key=lambda r: order.get((r["file"], r["module"], r["backend"]), 1 << 30))
+    return Run(records, list(backends), time.perf_counter() - start, jobs, entries)
+
+
+def finish_record(record: dict, plan, entries: list) -> None:
+    record.setdefault("ops", [])
+    record.setdefault("types", [])
+    record.setdefault("op", record["ops"][0] if record["ops"] else "(none)")
+    record.setdefault("message", "")
+    if plan is not None and plan.disabled and not plan.interpret:
+        record["was"] = record["status"]
+        record["message"] = (f"RUN-DISABLED upstream ({plan.disabled}); here: {record['status']}"
+                             + (f": {record['message']}" if record["message"] else ""))
+        record["status"] = "disabled"
+        return
+    if record["status"] in FAILING or record["status"] == "skipped" or record["status"] == "pass":
+        known.classify(record, entries) if record["status"] != "pass" else _count_passes(record, entries)
+
+
+def _count_passes(record: dict, entries: list) -> None:
+    """A pass counts against the entries that apply to it and expect no data condition:
+    an entry that never explains anything it applies to is stale."""
+    for entry in entries:
+        if entry.applies(record):
+            entry.applied += 1

@@ -1,0 +1,150 @@
+"""Divergence localisation: the first op whose values differ between two backends.
+
+`first_divergence` re-runs a computation with every intermediate value of `main` (each
+top-level op's results, in program order) as an extra output, on PJRT and on the
+reference interpreter, and compares them in program order. Ops inside regions (loop
+bodies, reducers) are covered by the op that holds the region.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+from jaxlib.mlir import ir
+
+import hlogen as hg
+from hlogen import mlir, passes, preflight
+from hlogen import types as T
+from hlogen.computation import Computation
+from hlogen.conformance import judge
+
+_SKIPPED = {"func.return", "stablehlo.constant"}  # constants are the same everywhere
+
+
+@dataclasses.dataclass
+class Divergence:
+    """Where two backends start to differ."""
+    op: str                  # e.g. stablehlo.exponential
+    location: str            # file:line:column of the op (or the source name)
+    position: int            # its index among the top-level ops of main, in program order
+    result: int              # which of its results differs
+    operand_shapes: list     # hlogen shape strings
+    result_shapes: list
+    max_abs: float           # the largest absolute difference
+    max_ulp: int             # the largest distance in units in the last place (floats)
+    mismatches: int
+    total: int
+    example: str             # the first differing element: index, both values
+    backend: str
+    reference: str
+
+    def __str__(self) -> str:
+        operands = ", ".join(self.operand_shapes) or "none"
+        results = ", ".join(self.result_shapes)
+        ulp = f", {self.max_ulp} ULP" if self.max_ulp else ""
+        return (f"first divergence at {self.location}: {self.op} (op {self.position} of @main, "
+                f"result {self.result}): operands ({operands}) -> ({results}); "
+                f"{self.mismatches} of {self.total} elements differ between {self.backend} and "
+                f"{self.reference}, largest difference {self.max_abs:.6g}{ulp}; {self.example}")
+
+
+def first_divergence(computation: Computation, inputs, backend: str = "cpu",
+                     reference: str = "interpret", max_ulp: int = 3,
+                     atol: float = 0.0) -> Divergence | None:
+    """The first op of `computation`'s main (in program order) whose values on `backend`
+    and on `reference` differ by more than `max_ulp` units in the last place and more
+    than `atol` (integers: any difference), run on `inputs` (one array per parameter);
+    None when every intermediate value agrees."""
+    if not isinstance(computation, Computation):
+        raise hg.HlogenError(f"first_divergence takes a Computation, got {type(computation).__name__}")
+    probed, probes = _with_probes(computation)
+    if not probes:
+        return None
+    got = _run(probed, inputs, backend)
+    want = _run(probed, inputs, reference)
+    where = computation.source or computation.name
+    for k, (op, index, position) in enumerate(probes):
+        a, b = np.asarray(got[k]), np.asarray(want[k])
+        bad, ulp = _differs(a, b, max_ulp, atol)
+        if not np.any(bad):
+            continue
+        v = judge.verdict(bad, a, b, ulp)
+        return Divergence(
+            op=op.name, location=preflight.located(op, where), position=position, result=index,
+            operand_shapes=[_shape(v_.type) for v_ in op.operands],
+            result_shapes=[_shape(r.type) for r in op.results],
+            max_abs=v.max_abs, max_ulp=v.max_ulp, mismatches=v.mismatches, total=v.total,
+            example=f"at {list(v.first)}: {backend} {v.got}, {reference} {v.want}",
+            backend=backend, reference=reference)
+    return None
+
+
+def _differs(a: np.ndarray, b: np.ndarray, max_ulp: int, atol: float):
+    if a.shape != b.shape:
+        return np.ones((), bool), 0
+    et = T.element_type(a.dtype)
+    parts = [(a.real, b.real), (a.imag, b.imag)] if et.kind == T.COMPLEX else [(a, b)]
+    bad, worst = np.zeros(a.shape, bool), 0
+    for x, y in parts:
+        if T.element_type(x.dtype).kind != T.FLOAT:
+            bad |= x != y
+            continue
+        distance = judge.ulp_distance(x, y)
+        with np.errstate(all="ignore"):
+            far = np.abs(x.astype(np.float64) - y.astype(np.float64)) > atol
+        far |= np.isnan(x.astype(np.float64)) != np.isnan(y.astype(np.float64))
+        mask = (distance > max_ulp) & far
+        if np.any(mask):
+            worst = max(worst, int(distance[mask].max()))
+        bad |= mask
+    return bad, worst
+
+
+def _shape(t) -> str:
+    try:
+        return str(mlir.shape_of_type(t))
+    except Exception:
+        return str(t)
+
+
+def _run(computation: Computation, inputs, backend: str) -> list:
+    if backend == "interpret":
+        out = hg.interpret(computation, *inputs)
+    else:
+        out = hg.compile(computation, backend=backend)(*inputs)
+    return list(out) if isinstance(out, tuple) else [out]
+
+
+def _with_probes(computation: Computation):
+    """A legalized copy of `computation` whose main returns every top-level intermediate
+    tensor (then its own results), and the probes: (op, result index, position)."""
+    legal = passes.run(computation, "legalize")
+    main = legal._main
+    block = main.regions[0].blocks[0]
+    probes, values = [], []
+    for position, op in enumerate(block.operations):
+        op = op.operation
+        if op.name in _SKIPPED:
+            continue
+        for index, result in enumerate(op.results):
+            if isinstance(_try_shape(result.type), T.Shape):
+                probes.append((op, index, position))
+                values.append(result)
+    terminator = list(block.operations)[-1].operation
+    originals = list(terminator.operands)
+    with mlir.context(), ir.InsertionPoint(terminator), terminator.location:
+        ir.Operation.create("func.return", operands=values + originals)
+        terminator.erase()
+        ftype = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
+        main.attributes["function_type"] = ir.TypeAttr.get(
+            ir.FunctionType.get(list(ftype.inputs), [v.type for v in values + originals]))
+        if "res_attrs" in main.attributes:
+            del main.attributes["res_attrs"]
+    return Computation(legal.module, computation.source), probes
+
+
+def _try_shape(t):
+    try:
+        return mlir.shape_of_type(t)
+    except Exception:
+        return None

@@ -1,0 +1,205 @@
+"""Conformance files: which modules a file holds and what its RUN lines ask for.
+
+Formats (see ../shared/conformance/README.md in the project):
+- testdata: one module, `stablehlo.custom_call @check.*(actual, expected)` in `@main`;
+- split files (`-split-input-file`): modules separated by lines `// -----`;
+- the `check` dialect (`check.expect_eq`, `check.expect_almost_eq_const`, ... in short
+  or generic form): rewritten here, as text, into the testdata form, since jaxlib's
+  MLIR context has no `check` dialect. Only the check statements are rewritten; the
+  module itself is parsed by MLIR (hlogen.computation.parse_module);
+- files whose RUN lines only round-trip serialization (no interpreter run).
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+
+from hlogen.errors import InputError
+
+SPLIT = re.compile(r"^// -----\s*$", re.M)
+_RUN = re.compile(r"^//\s*(RUN(?:-DISABLED)?)(\([^)]*\))?:?\s*(.*)$", re.M)
+# features only the interpreter's own runner has (replicas in threads, probes, printing)
+INTERPRETER_ONLY = re.compile(r"\binterpreter\.(\w+)|\bcheck\.print\b|\bstablehlo\.print\b")
+
+
+@dataclasses.dataclass
+class Plan:
+    """What a file's RUN lines ask for."""
+    interpret: bool = False        # run and check the results
+    split: bool = False            # several modules, split on `// -----`
+    roundtrip: bool = False        # serialize to a portable artifact and back
+    disabled: str | None = None    # the reason given by RUN-DISABLED(...), when the run is off
+
+
+@dataclasses.dataclass
+class Module:
+    """One module of a conformance file."""
+    file: str
+    index: int          # 0-based position in the file
+    line: int           # 1-based line where its text starts
+    text: str
+
+
+def discover(paths) -> list[str]:
+    """The .mlir files under `paths` (files or directories), sorted; an InputError for a
+    path that does not exist or holds none."""
+    found = []
+    for path in paths:
+        if os.path.isdir(path):
+            n = len(found)
+            for root, dirs, files in os.walk(path):
+                dirs.sort()
+                found.extend(os.path.join(root, f) for f in sorted(files) if f.endswith(".mlir"))
+            if len(found) == n:
+                raise InputError(f"{path}: no .mlir files in this directory")
+        elif os.path.isfile(path):
+            found.append(path)
+        else:
+            raise InputError(f"{path}: no such file or directory")
+    return list(dict.fromkeys(found))
+
+
+def plan_of(text: str) -> Plan:
+    plan = Plan()
+    for kind, why, command in _RUN.findall(text):
+        if "--interpret" in command:
+            if kind == "RUN":
+                plan.interpret = True
+                plan.split |= "-split-input-file" in command
+            else:
+                plan.disabled = why.strip("()") or "disabled upstream"
+        if "--serialize" in command and kind == "RUN":
+            plan.roundtrip = True
+    if plan.interpret:
+        plan.disabled = None
+    return plan
+
+
+def modules_of(file: str, text: str, plan: Plan) -> list[Module]:
+    if not plan.split:
+        return [Module(file, 0, 1, text)]
+    out, start, line = [], 0, 1
+    for i, m in enumerate([*SPLIT.finditer(text), None]):
+        end = m.start() if m else len(text)
+        out.append(Module(file, i, line, text[start:end]))
+        if m:
+            line += text.count("\n", start, m.end())
+            start = m.end()
+    return out
+
+
+# -- the check dialect, as text -------------------------------------------------------
+
+# A check statement starts a line: `check.NAME ...` or `"check.NAME"(...)`.
+_CHECK_START = re.compile(r'^[ \t]*(?:%[\w#]+\s*=\s*)?("?)check\.(\w+)\1', re.M)
+_BRACKETS = re.compile(r'"(?:[^"\\]|\\.)*"|->|[\[\](){}<>]')
+
+
+def _statement_end(text: str, start: int) -> int:
+    """End of the statement starting at `start`: the first newline outside brackets."""
+    depth, pos = 0, start
+    for m in _BRACKETS.finditer(text, start):
+        newline = text.find("\n", pos, m.start())
+        if depth == 0 and newline != -1:
+            return newline
+        token = m.group()
+        if token in "[({<":
+            depth += 1
+        elif token in "])}>":
+            depth -= 1
+        pos = m.end()
+    newline = text.find("\n", pos)
+    return len(text) if newline == -1 else newline
+
+
+_SHORT = re.compile(r"^\s*check\.(?P<name>\w+)\s+(?P<lhs>%[\w#]+)\s*,\s*(?P<rest>.*)$", re.S)
+_GENERIC = re.compile(r'^\s*"check\.(?P<name>\w+)"\((?P<operands>[^)]*)\)\s*(?P<props><\{.*\}>)?'
+                      r'\s*(?P<attrs>\{.*\})?\s*:\s*\((?P<types>.*)\)\s*->\s*\(\s*\)\s*$', re.S)
+_NAMED = re.compile(r"(tolerance|max_ulp_difference|min_ulp_difference)\s*=\s*"
+                    r"([-+0-9.eE]+)(?:\s*:\s*\w+)?")
+
+
+def _split_top(text: str, sep: str = ",") -> list[str]:
+    """`text` split on `sep` outside brackets."""
+    parts, depth, start = [], 0, 0
+    for i, c in enumerate(text):
+        if c in "[({<":
+            depth += 1
+        elif c in "])}>" and not (c == ">" and text[i - 1] == "-"):
+            depth -= 1
+        elif c == sep and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return [p.strip() for p in parts]
+
+
+def rewrite_checks(text: str, where: str) -> tuple[str, list[dict]]:
+    """`text` with every check-dialect statement replaced by the testdata form
+    (`stablehlo.custom_call @check.NAME(actual, expected)`, a constant first for the
+    `_const` forms), and per check, in order, its parameters (tolerance, ULP bounds)."""
+    out, checks, pos = [], [], 0
+    for m in _CHECK_START.finditer(text):
+        if m.start() < pos:
+            continue
+        end = _statement_end(text, m.start())
+        statement = text[m.start():end]
+        line = text.count("\n", 0, m.start()) + 1
+        indent = statement[:len(statement) - len(statement.lstrip())]
+        try:
+            name, lhs, expected, type_, params = _parse_check(statement)
+        except ValueError as e:
+            raise InputError(f"{where}:{line}: cannot read this check statement ({e}): "
+                             f"{statement.strip()[:200]}") from None
+        k = len(checks)
+        params["name"] = name
+        checks.append(params)
+        replacement = []
+        if isinstance(expected, tuple):  # a constant: dense<...> and its type
+            replacement.append(f"{indent}%__check_expected_{k} = stablehlo.constant "
+                               f"{expected[0]} : {expected[1]}")
+            expected = f"%__check_expected_{k}"
+        call = name[:-len("_const")] if name.endswith("_const") else name
+        replacement.append(f'{indent}stablehlo.custom_call @check.{call}({lhs}, {expected}) '
+                           f'{{backend_config = "{k}", has_side_effect = true}} : '
+                           f'({type_}, {type_}) -> ()')
+        out.append(text[pos:m.start()])
+        out.append("\n".join(replacement))
+        pos = end
+    out.append(text[pos:])
+    return "".join(out), checks
+
+
+def _parse_check(statement: str):
+    params: dict = {}
+    for key, value in _NAMED.findall(statement):
+        params[key] = float(value)
+    g = _GENERIC.match(statement)
+    if g:
+        operands = _split_top(g.group("operands"))
+        types = _split_top(g.group("types"))
+        props = g.group("props") or g.group("attrs") or ""
+        if len(operands) == 2:
+            return g.group("name"), operands[0], operands[1], types[0], params
+        value = re.search(r"value\s*=\s*(dense<.*?>)\s*:\s*(tensor<[^{}]*?>)(?=\s*[,}])", props, re.S)
+        if len(operands) != 1 or value is None:
+            raise ValueError("expected one operand and a value, or two operands")
+        return g.group("name"), operands[0], (value.group(1), value.group(2)), types[0], params
+    s = _SHORT.match(statement)
+    if not s:
+        raise ValueError("neither the short nor the generic form")
+    name, lhs, rest = s.group("name"), s.group("lhs"), s.group("rest")
+    rest = re.sub(r"\{[^{}]*\}\s*$", "", rest.strip()).strip()  # a trailing attribute dict
+    if name.endswith("_const"):
+        # `dense<...> : TYPE`
+        parts = _split_top(rest, ":")
+        if len(parts) < 2:
+            raise ValueError("no type after the constant")
+        value, type_ = parts[0], parts[1].split(",")[0].strip()
+        return name, lhs, (value, type_), type_, params
+    # `%rhs[, named = value...] : TYPE[, TYPE]`
+    head, _, types = rest.partition(":")
+    rhs = _split_top(head)[0]
+    type_ = _split_top(types)[0]
+    return name, lhs, rhs, type_, params

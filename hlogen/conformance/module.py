@@ -1,0 +1,296 @@
+"""A conformance module made runnable: checks turned into results, constants into inputs.
+
+`load_case` parses one module (hlogen.computation.parse_module, the one parser) and
+rewrites it in place so that `main`:
+- has every `func.call` of its body inlined (jax's inliner, as hlogen.runtime does),
+- returns, instead of its own results, the operands of its checks: first every
+  actual value, then every expected value, in check order (judged on the host),
+- for PJRT, takes its top-level constants as parameters, decoded directly from the
+  module, so that XLA compiles the computation instead of folding it away.
+"""
+from __future__ import annotations
+
+import ast
+import dataclasses
+import re
+
+import numpy as np
+from jaxlib.mlir import ir
+from jaxlib.mlir._mlir_libs import _jax_mlir_ext, _stablehlo
+
+from hlogen import mlir, passes
+from hlogen import types as T
+from hlogen.computation import Computation, parse_module
+from hlogen.conformance import files, judge
+from hlogen.errors import InputError
+
+# Ops that are bookkeeping rather than what a module tests.
+PLUMBING = {"func.func", "func.call", "func.return", "stablehlo.constant",
+            "stablehlo.custom_call", "stablehlo.return", "builtin.module"}
+# Operands that XLA needs as compile-time constants (shapes, sizes, paddings): integer
+# constants used by these ops stay constants.
+_STATIC_OPERANDS = {"stablehlo.dynamic_broadcast_in_dim", "stablehlo.dynamic_iota",
+                    "stablehlo.dynamic_pad", "stablehlo.dynamic_reshape",
+                    "stablehlo.real_dynamic_slice", "stablehlo.dynamic_gather",
+                    "stablehlo.dynamic_conv", "stablehlo.rng"}
+# Element types numpy reads from MLIR attributes as they are (the others are decoded
+# from the printed hex: reading a complex attribute from Python ends the process).
+_READABLE = {"pred", "s8", "s16", "s32", "s64", "u8", "u16", "u32", "u64", "f16", "f32", "f64"}
+
+
+@dataclasses.dataclass
+class Check:
+    call: str        # expect_eq, expect_close, expect_almost_eq, eq
+    kind: str        # judge's kind
+    params: dict
+
+
+@dataclasses.dataclass
+class Case:
+    computation: Computation
+    arguments: list          # numpy arrays, one per parameter of main
+    checks: list             # Check, in order; results are [actual..., expected...]
+    ops: list                # op names of the module as written (what it tests)
+    element_types: list      # element type names that appear in those ops
+    quantized: bool = False
+
+    @property
+    def primary_op(self) -> str:
+        return self.ops[0] if self.ops else "(none)"
+
+
+_quant_loaded = False
+
+
+def _load_quant_dialect() -> None:
+    """The quant dialect is loaded by reading any portable artifact (jaxlib registers it
+    no other way): needed to parse `!quant.uniform` types."""
+    global _quant_loaded
+    if not _quant_loaded:
+        text = "func.func @main() -> () { return }"
+        data = _stablehlo.serialize_portable_artifact_str(text, _stablehlo.get_current_version())
+        _stablehlo.deserialize_portable_artifact(mlir.context(), data)
+        _quant_loaded = True
+
+
+def load_case(text: str, where: str, lift_constants: bool) -> Case:
+    """The module `text` (one module of a conformance file) made runnable; InputError when
+    it cannot be read."""
+    dialect_checks: list = []
+    if "check." in text:
+        text, dialect_checks = files.rewrite_checks(text, where)
+    quantized = "!quant." in text
+    if quantized:
+        _load_quant_dialect()
+    module = parse_module(text.encode(), where)
+    with mlir.context():
+        return _rewrite(module, where, dialect_checks, quantized, lift_constants)
+
+
+def _rewrite(module, where, dialect_checks, quantized, lift_constants) -> Case:
+    main = _entry(module, where)
+    ops, element_types = _what_it_tests(module)
+    if quantized:
+        # StableHLO's own lowering of quantized types to integer math, for both backends
+        mlir.run_pipeline(module, "builtin.module(func.func(stablehlo-legalize-quant-to-math))")
+    _inline_calls(module, main)
+    checks = _checks_to_results(main, dialect_checks, where)
+    _drop_unused_functions(module, main)
+    arguments = _lift_constants(main) if lift_constants else []
+    return Case(Computation(module, where), arguments, checks, ops, element_types, quantized)
+
+
+def _entry(module: ir.Module, where: str) -> ir.Operation:
+    functions = [op.operation for op in module.body.operations if op.operation.name == "func.func"]
+    names = [ir.StringAttr(f.attributes["sym_name"]).value for f in functions]
+    if "main" in names:
+        return functions[names.index("main")]
+    public = [f for f in functions if "sym_visibility" not in f.attributes
+              or ir.StringAttr(f.attributes["sym_visibility"]).value == "public"]
+    if len(public) != 1:
+        raise InputError(f"{where}: no @main and {len(public)} public functions: cannot tell "
+                         f"which one the test runs")
+    public[0].attributes["sym_name"] = ir.StringAttr.get("main")
+    return public[0]
+
+
+def _what_it_tests(module: ir.Module) -> tuple[list, list]:
+    """Op names in program order (each once), and the element types of their values."""
+    ops: dict = {}
+    types: dict = {}
+    for op in mlir.walk(module):
+        name = op.name
+        if name in PLUMBING:
+            continue
+        ops.setdefault(name, None)
+        for v in list(op.operands) + list(op.results):
+            types.setdefault(_element_name(v.type), None)
+    types.pop(None, None)
+    return list(ops), list(types)
+
+
+def _element_name(t) -> str | None:
+    text = str(t)
+    m = re.match(r"tensor<(?:[0-9?]+x)*(.*)>$", text)
+    if not m:
+        return None
+    inner = m.group(1)
+    if inner.startswith("!quant"):
+        return "quant"
+    try:
+        return T.element_type_of_mlir(inner).name
+    except Exception:
+        return inner
+
+
+def _inline_calls(module: ir.Module, main: ir.Operation) -> None:
+    table = {}
+    for op in module.body.operations:
+        if op.operation.name == "func.func":
+            table[ir.StringAttr(op.operation.attributes["sym_name"]).value] = op.operation
+    block = main.regions[0].blocks[0]
+    for _ in range(64):  # callees may call functions in turn
+        calls = [op.operation for op in block.operations if op.operation.name == "func.call"]
+        if not calls:
+            return
+        for call in calls:
+            callee = table[ir.FlatSymbolRefAttr(call.attributes["callee"]).value]
+            with ir.InsertionPoint(call), call.location:
+                values = _jax_mlir_ext.inlined_func_call(callee, list(call.operands))
+            for old, new in zip(call.results, values):
+                old.replace_all_uses_with(new)
+            call.erase()
+
+
+def _checks_to_results(main: ir.Operation, dialect_checks: list, where: str) -> list:
+    block = main.regions[0].blocks[0]
+    found = []
+    for op in block.operations:
+        op = op.operation
+        if op.name != "stablehlo.custom_call":
+            continue
+        target = ir.StringAttr(op.attributes["call_target_name"]).value
+        if not target.startswith("check."):
+            continue
+        call = target[len("check."):]
+        params, from_dialect = {}, False
+        if "backend_config" in op.attributes and dialect_checks:
+            try:
+                params = dialect_checks[int(ir.StringAttr(op.attributes["backend_config"]).value)]
+                from_dialect = True
+            except (ValueError, IndexError):
+                pass
+        try:
+            kind, rule = judge.rule_of(call, params, from_dialect)
+        except ValueError as e:
+            raise InputError(f"{where}: {e}") from None
+        if len(op.operands) != 2:
+            raise InputError(f"{where}: @check.{call} takes two operands, it has {len(op.operands)}")
+        found.append((op, Check(call, kind, rule)))
+    if not found:
+        raise InputError(f"{where}: the module checks nothing (no check.* op in @main)")
+    values = [op.operands[0] for op, _ in found] + [op.operands[1] for op, _ in found]
+    terminator = list(block.operations)[-1].operation
+    with ir.InsertionPoint(terminator), terminator.location:
+        ir.Operation.create("func.return", operands=values)
+    terminator.erase()
+    for op, _ in found:
+        op.erase()
+    inputs = [a.type for a in block.arguments]
+    main.attributes["function_type"] = ir.TypeAttr.get(
+        ir.FunctionType.get(inputs, [v.type for v in values]))
+    for name in ("res_attrs",):
+        if name in main.attributes:
+            del main.attributes[name]
+    return [c for _, c in found]
+
+
+def _drop_unused_functions(module: ir.Module, main: ir.Operation) -> None:
+    used = {ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+            for op in mlir.walk(module) if op.name == "func.call"}
+    for op in list(module.body.operations):
+        op = op.operation
+        if op.name == "func.func" and op != main and \
+                ir.StringAttr(op.attributes["sym_name"]).value not in used:
+            op.erase()
+
+
+def _lift_constants(main: ir.Operation) -> list:
+    block = main.regions[0].blocks[0]
+    arguments = []
+    for op in list(block.operations):
+        op = op.operation
+        if op.name != "stablehlo.constant":
+            continue
+        result = op.results[0]
+        if _static_use(result):
+            continue
+        array = decode_constant(op)
+        if array is None:
+            continue
+        arg = block.add_argument(result.type, op.location)
+        result.replace_all_uses_with(arg)
+        op.erase()
+        arguments.append(array)
+    if arguments:
+        ftype = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
+        main.attributes["function_type"] = ir.TypeAttr.get(
+            ir.FunctionType.get([a.type for a in block.arguments], ftype.results))
+        if "arg_attrs" in main.attributes:
+            del main.attributes["arg_attrs"]
+    return arguments
+
+
+def _static_use(value) -> bool:
+    if "i" not in str(value.type).rsplit("x", 1)[-1]:  # not an integer tensor
+        return False
+    return any(use.owner.name in _STATIC_OPERANDS for use in value.uses)
+
+
+_HEX = re.compile(r'dense<"0x([0-9A-Fa-f]*)">')
+_LITERAL = re.compile(r"dense<(.*)>\s*:\s*tensor<", re.S)
+
+
+def decode_constant(op: ir.Operation) -> np.ndarray | None:
+    """The value of a `stablehlo.constant` as a numpy array, or None when it cannot be
+    decoded exactly (it then stays a constant)."""
+    shape = mlir.shape_of_type(op.results[0].type)
+    if not isinstance(shape, T.Shape):
+        return None
+    et = shape.element_type
+    dims = tuple(shape.dimensions)
+    if et.name in _READABLE:
+        array = np.array(op.attributes["value"])
+        return np.broadcast_to(array, dims).astype(et.dtype) if array.shape != dims else array
+    text = op.get_asm()
+    m = _HEX.search(text)
+    if m:
+        raw = bytes.fromhex(m.group(1))
+        count = int(np.prod(dims, dtype=np.int64))
+        itemsize = et.dtype.itemsize
+        if len(raw) == itemsize:  # a splat
+            return np.broadcast_to(np.frombuffer(raw, et.dtype), dims).copy()
+        if len(raw) != count * itemsize:
+            return None
+        return np.frombuffer(raw, et.dtype).reshape(dims).copy()
+    m = _LITERAL.search(text)
+    if not m or "0x" in m.group(1):  # hex floats are bit patterns: not handled here
+        return None
+    literal = m.group(1).replace("true", "True").replace("false", "False")
+    try:
+        value = ast.literal_eval(literal)
+    except (ValueError, SyntaxError):
+        return None
+    if et.kind == T.COMPLEX:
+        value = _complex(value)
+    try:
+        array = np.array(value, dtype=et.dtype)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return np.broadcast_to(array, dims).copy() if array.shape != dims else array
+
+
+def _complex(value):
+    if isinstance(value, tuple):
+        return complex(*value)
+    return [_complex(v) for v in value]

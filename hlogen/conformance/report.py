@@ -1,0 +1,103 @@
+"""Reports of a conformance run: the terminal summary, JUnit XML, JSON lines."""
+from __future__ import annotations
+
+import collections
+import json
+import os
+import statistics
+import tempfile
+import xml.etree.ElementTree as ET
+
+from hlogen.conformance.check import FAILING, STATUSES, Run
+
+
+def _name(record: dict) -> str:
+    return f"{record['file']}#{record['module']}" if record.get("module") else record["file"]
+
+
+def summary(run: Run, per_op: bool = True, max_listed: int = 50) -> str:
+    lines = []
+    by_backend: dict = collections.defaultdict(list)
+    for r in run.records:
+        by_backend[r["backend"]].append(r)
+    lines.append(f"{len(run.records)} module runs in {run.seconds:.1f} s with {run.jobs} workers")
+    for backend, records in by_backend.items():
+        counts = collections.Counter(r["status"] for r in records)
+        judged = counts["pass"] + sum(counts[s] for s in FAILING) + counts["known"]
+        rate = f"{100 * counts['pass'] / judged:.2f}% pass of {judged} judged" if judged else "none judged"
+        parts = ", ".join(f"{counts[s]} {s}" for s in STATUSES if counts[s])
+        times = [r["seconds"] for r in records if "seconds" in r]
+        median = f", median {1e3 * statistics.median(times):.1f} ms" if times else ""
+        lines.append(f"  {backend}: {parts} ({rate}{median})")
+    if per_op:
+        ops: dict = collections.defaultdict(collections.Counter)
+        for r in run.records:
+            ops[(r["backend"], r.get("op", "(none)"))][r["status"]] += 1
+        troubled = {k: c for k, c in ops.items() if set(c) - {"pass"}}
+        if troubled:
+            lines.append("by op (those not all passing):")
+            for (backend, op), c in sorted(troubled.items()):
+                lines.append(f"  {backend:9} {op:40} " + ", ".join(f"{c[s]} {s}" for s in STATUSES if c[s]))
+    listed = [r for r in run.records if r["status"] in FAILING]
+    if listed:
+        lines.append("failures:")
+        for r in listed[:max_listed]:
+            lines.append(f"  {r['status'].upper():8} {r['backend']:9} {_name(r)}: {r['message'][:400]}")
+        if len(listed) > max_listed:
+            lines.append(f"  ... and {len(listed) - max_listed} more (see --json or --junit)")
+    for entry in run.stale:
+        lines.append(f"stale known deviation ({entry.applied} modules, none failing): {entry.describe()}")
+    return "\n".join(lines)
+
+
+def write_json(run: Run, path: str) -> None:
+    text = "".join(json.dumps(r, default=str) + "\n" for r in run.records)
+    _write_atomically(path, text.encode())
+
+
+def write_junit(run: Run, path: str) -> None:
+    """One testsuite per backend, one testcase per module: failures with their message;
+    known deviations, skipped and disabled modules as skipped with the reason."""
+    root = ET.Element("testsuites", name="hlogen check", time=f"{run.seconds:.3f}")
+    by_backend: dict = collections.defaultdict(list)
+    for r in run.records:
+        by_backend[r["backend"]].append(r)
+    for backend, records in by_backend.items():
+        counts = collections.Counter(r["status"] for r in records)
+        suite = ET.SubElement(root, "testsuite", name=f"conformance.{backend}",
+                              tests=str(len(records)),
+                              failures=str(counts["fail"]),
+                              errors=str(counts["error"] + counts["crash"] + counts["timeout"]),
+                              skipped=str(counts["known"] + counts["skipped"] + counts["disabled"]),
+                              time=f"{sum(r.get('seconds', 0) for r in records):.3f}")
+        for r in records:
+            case = ET.SubElement(suite, "testcase", classname=f"conformance.{backend}",
+                                 name=_name(r), time=f"{r.get('seconds', 0):.3f}",
+                                 file=r["file"], line=str(r.get("line", 1)))
+            status, message = r["status"], r.get("message", "")
+            if status == "fail":
+                ET.SubElement(case, "failure", type="mismatch", message=message[:2000]).text = message
+            elif status in ("error", "crash", "timeout"):
+                ET.SubElement(case, "error", type=status, message=message[:2000]).text = message
+            elif status == "known":
+                ET.SubElement(case, "skipped", message=f"known deviation: {r.get('known')}").text = message
+            elif status in ("skipped", "disabled"):
+                ET.SubElement(case, "skipped", message=message[:2000])
+    stale = run.stale
+    if stale:
+        out = ET.SubElement(root, "system-out")
+        out.text = "\n".join(f"stale known deviation: {e.describe()}" for e in stale)
+    _write_atomically(path, ET.tostring(root, encoding="utf-8", xml_declaration=True))
+
+
+def _write_atomically(path: str, data: bytes) -> None:
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
