@@ -176,5 +176,8 @@ def devices():
     click.echo("interpret: the StableHLO reference interpreter (every op, exact, slow)")
 
 
+from hlogen_cli.check import check; main.add_command(check)  # noqa: E402,E702
+
+
 if __name__ == "__main__":
     main()
