@@ -137,22 +137,26 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None, r
     spatial_kernel = [rs.dimensions[d] for d in numbers.kernel_spatial_dimensions]
     w = window("conv", spatial_in, spatial_kernel, window_strides, padding, lhs_dilation,
                rhs_dilation)
-    out = [0] * ls.rank
-    out[numbers.output_batch_dimension] = batch // batch_groups
-    out[numbers.output_feature_dimension] = kernel_out
-    for d, n in zip(numbers.output_spatial_dimensions, w.output_dimensions(spatial_in)):
-        out[d] = n
+    # The result is emitted as (batch, feature, spatial...) and transposed to the output
+    # layout asked for: the reference interpreter aborts on some permuted output layouts
+    # (tests/test_convolution.py), and XLA assigns layouts itself either way.
+    order = (numbers.output_batch_dimension, numbers.output_feature_dimension,
+             *numbers.output_spatial_dimensions)
+    canonical = (batch // batch_groups, kernel_out, *w.output_dimensions(spatial_in))
     attributes = w.attributes()
-    return builder.add_op("stablehlo.convolution", T.Shape(ls.element_type, tuple(out)), [lhs, rhs], {
+    result = builder.add_op("stablehlo.convolution", T.Shape(ls.element_type, canonical), [lhs, rhs], {
         "window_strides": attributes["window_strides"], "padding": attributes["padding"],
         "lhs_dilation": attributes["base_dilations"], "rhs_dilation": attributes["window_dilations"],
         "dimension_numbers": stablehlo.ConvDimensionNumbers.get(
             numbers.input_batch_dimension, numbers.input_feature_dimension,
             list(numbers.input_spatial_dimensions), numbers.kernel_input_feature_dimension,
             numbers.kernel_output_feature_dimension, list(numbers.kernel_spatial_dimensions),
-            numbers.output_batch_dimension, numbers.output_feature_dimension,
-            list(numbers.output_spatial_dimensions), ctx=mlir.context()),
+            0, 1, list(range(2, ls.rank)), ctx=mlir.context()),
         "feature_group_count": int_attr(groups), "batch_group_count": int_attr(batch_groups)})
+    if order == tuple(range(ls.rank)):
+        return result
+    from hlogen.ops.movement import transpose
+    return transpose(result, [order.index(d) for d in range(ls.rank)])
 
 
 def conv(lhs, rhs, window_strides, padding, feature_group_count=1, batch_group_count=1):
