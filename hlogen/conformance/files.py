@@ -30,6 +30,7 @@ class Plan:
     split: bool = False            # several modules, split on `// -----`
     roundtrip: bool = False        # serialize to a portable artifact and back
     disabled: str | None = None    # the reason given by RUN-DISABLED(...), when the run is off
+    filecheck: bool = False        # the interpreter's printed output is what is checked
 
 
 @dataclasses.dataclass
@@ -67,6 +68,7 @@ def plan_of(text: str) -> Plan:
             if kind == "RUN":
                 plan.interpret = True
                 plan.split |= "-split-input-file" in command
+                plan.filecheck |= "FileCheck" in command
             else:
                 plan.disabled = why.strip("()") or "disabled upstream"
         if "--serialize" in command and kind == "RUN":
@@ -93,24 +95,28 @@ def modules_of(file: str, text: str, plan: Plan) -> list[Module]:
 
 # A check statement starts a line: `check.NAME ...` or `"check.NAME"(...)`.
 _CHECK_START = re.compile(r'^[ \t]*(?:%[\w#]+\s*=\s*)?("?)check\.(\w+)\1', re.M)
-_BRACKETS = re.compile(r'"(?:[^"\\]|\\.)*"|->|[\[\](){}<>]')
 
 
 def _statement_end(text: str, start: int) -> int:
-    """End of the statement starting at `start`: the first newline outside brackets."""
-    depth, pos = 0, start
-    for m in _BRACKETS.finditer(text, start):
-        newline = text.find("\n", pos, m.start())
-        if depth == 0 and newline != -1:
-            return newline
-        token = m.group()
-        if token in "[({<":
+    """End of the statement starting at `start`: the first newline outside brackets that
+    does not follow a comma (a dense literal may start on the next line)."""
+    depth, i, n = 0, start, len(text)
+    while i < n:
+        c = text[i]
+        if c == '"':  # a string: skip it
+            i += 1
+            while i < n and text[i] != '"':
+                i += 2 if text[i] == "\\" else 1
+        elif c == "-" and text.startswith("->", i):
+            i += 1
+        elif c in "[({<":
             depth += 1
-        elif token in "])}>":
+        elif c in "])}>":
             depth -= 1
-        pos = m.end()
-    newline = text.find("\n", pos)
-    return len(text) if newline == -1 else newline
+        elif c == "\n" and depth <= 0 and not text[start:i].rstrip().endswith(","):
+            return i
+        i += 1
+    return n
 
 
 _SHORT = re.compile(r"^\s*check\.(?P<name>\w+)\s+(?P<lhs>%[\w#]+)\s*,\s*(?P<rest>.*)$", re.S)

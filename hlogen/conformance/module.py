@@ -22,7 +22,7 @@ from hlogen import mlir, passes
 from hlogen import types as T
 from hlogen.computation import Computation, parse_module
 from hlogen.conformance import files, judge
-from hlogen.errors import InputError
+from hlogen.errors import InputError, UnsupportedError
 
 # Ops that are bookkeeping rather than what a module tests.
 PLUMBING = {"func.func", "func.call", "func.return", "stablehlo.constant",
@@ -108,8 +108,8 @@ def _entry(module: ir.Module, where: str) -> ir.Operation:
     public = [f for f in functions if "sym_visibility" not in f.attributes
               or ir.StringAttr(f.attributes["sym_visibility"]).value == "public"]
     if len(public) != 1:
-        raise InputError(f"{where}: no @main and {len(public)} public functions: cannot tell "
-                         f"which one the test runs")
+        raise UnsupportedError(f"{where}: no @main and {len(public)} public functions: this "
+                               f"runner runs one entry function per module")
     public[0].attributes["sym_name"] = ir.StringAttr.get("main")
     return public[0]
 
@@ -274,20 +274,43 @@ def decode_constant(op: ir.Operation) -> np.ndarray | None:
             return None
         return np.frombuffer(raw, et.dtype).reshape(dims).copy()
     m = _LITERAL.search(text)
-    if not m or "0x" in m.group(1):  # hex floats are bit patterns: not handled here
+    if not m:
         return None
     literal = m.group(1).replace("true", "True").replace("false", "False")
     try:
         value = ast.literal_eval(literal)
     except (ValueError, SyntaxError):
         return None
-    if et.kind == T.COMPLEX:
-        value = _complex(value)
     try:
-        array = np.array(value, dtype=et.dtype)
+        array = _from_literal(value, et)
     except (TypeError, ValueError, OverflowError):
         return None
     return np.broadcast_to(array, dims).copy() if array.shape != dims else array
+
+
+def _from_literal(value, et: T.ElementType) -> np.ndarray:
+    """MLIR prints floats with a point or an exponent, and floats it cannot print exactly
+    (NaN, infinities) as hex bit patterns: an int in a float literal is a bit pattern."""
+    if et.kind not in (T.FLOAT, T.COMPLEX):
+        return np.array(value, dtype=et.dtype)
+    component = np.dtype(et.dtype).type(0).real.dtype if et.kind == T.COMPLEX else np.dtype(et.dtype)
+    bits_type = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[component.itemsize]
+
+    def real(v):
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise TypeError("not a number")
+        if isinstance(v, int):
+            return np.array([v], bits_type).view(component)[0]
+        return component.type(v)
+
+    def convert(v):
+        if isinstance(v, list):
+            return [convert(x) for x in v]
+        if isinstance(v, tuple):
+            return complex(real(v[0]), real(v[1]))
+        return real(v)
+
+    return np.array(convert(value), dtype=et.dtype)
 
 
 def _complex(value):

@@ -75,7 +75,7 @@ class Worker:
             record = self._read_line(timeout)
         except (EOFError, BrokenPipeError):
             code = self.process.wait()
-            how = (f"killed by {signal.Signals(-code).name}" if code < 0
+            how = (f"was killed by {signal.Signals(-code).name}" if code < 0
                    else f"exited with status {code}")
             tail = self.stderr_tail(offset)
             return {**task, "status": "crash", "seconds": round(time.monotonic() - start, 6),
