@@ -36,23 +36,34 @@ def hlogen_chain():
     return b.build(acc)
 
 
-def raw_bindings_chain():
+def raw_module(parameter_types, body):
+    """A verified module whose main takes `parameter_types()` (made in the context) and
+    returns body(*arguments), built with the generated op builders of the bindings."""
     ctx = mlir.context()
     with ctx, ir.Location.unknown():
         module = ir.Module.create()
-        t = ir.RankedTensorType.get(SHAPE, ir.F32Type.get())
+        types = parameter_types()
         with ir.InsertionPoint(module.body):
-            f = func.FuncOp("main", ir.FunctionType.get([t, t], [t]))
+            f = func.FuncOp("main", ir.FunctionType.get(types, [types[0]]))
             block = f.add_entry_block()
             with ir.InsertionPoint(block):
-                x, y = block.arguments
-                steps = (stablehlo.add, stablehlo.multiply, stablehlo.subtract, stablehlo.maximum)
-                acc = x
-                for i in range(N_OPS):
-                    acc = steps[i % 4](acc, y)
-                func.ReturnOp([acc])
+                func.ReturnOp([body(*block.arguments)])
         module.operation.verify()
     return module
+
+
+def f32_matrix():
+    return ir.RankedTensorType.get(SHAPE, ir.F32Type.get())
+
+
+def raw_bindings_chain():
+    def chain(x, y):
+        steps = (stablehlo.add, stablehlo.multiply, stablehlo.subtract, stablehlo.maximum)
+        acc = x
+        for i in range(N_OPS):
+            acc = steps[i % 4](acc, y)
+        return acc
+    return raw_module(lambda: [f32_matrix(), f32_matrix()], chain)
 
 
 def jax_lower_chain():
@@ -85,28 +96,18 @@ def hlogen_movement():
 
 
 def raw_bindings_movement():
-    ctx = mlir.context()
-    with ctx, ir.Location.unknown():
-        module = ir.Module.create()
-        t = ir.RankedTensorType.get(SHAPE, ir.F32Type.get())
-        index_type = ir.RankedTensorType.get((2,), ir.IntegerType.get_signless(32))
-        with ir.InsertionPoint(module.body):
-            f = func.FuncOp("main", ir.FunctionType.get([t, index_type], [t]))
-            block = f.add_entry_block()
-            with ir.InsertionPoint(block):
-                acc, start = block.arguments
-                zero = stablehlo.constant(ir.DenseElementsAttr.get_splat(
-                    ir.RankedTensorType.get((), ir.F32Type.get()), ir.FloatAttr.get_f32(0.0)))
-                numbers = stablehlo.GatherDimensionNumbers.get([0, 1], [], [], [], [0, 1], 0)
-                for _ in range(N_MOVES // 4):
-                    acc = stablehlo.transpose(acc, [1, 0])
-                    acc = stablehlo.slice(acc, [1, 1], [15, 15], [1, 1])
-                    acc = stablehlo.pad(acc, zero, [1, 1], [1, 1], [0, 0])
-                    acc = stablehlo.gather(acc, start, numbers, list(SHAPE),
-                                           indices_are_sorted=False)
-                func.ReturnOp([acc])
-        module.operation.verify()
-    return module
+    def chain(acc, start):
+        zero = stablehlo.constant(ir.DenseElementsAttr.get_splat(
+            ir.RankedTensorType.get((), ir.F32Type.get()), ir.FloatAttr.get_f32(0.0)))
+        numbers = stablehlo.GatherDimensionNumbers.get([0, 1], [], [], [], [0, 1], 0)
+        for _ in range(N_MOVES // 4):
+            acc = stablehlo.transpose(acc, [1, 0])
+            acc = stablehlo.slice(acc, [1, 1], [15, 15], [1, 1])
+            acc = stablehlo.pad(acc, zero, [1, 1], [1, 1], [0, 0])
+            acc = stablehlo.gather(acc, start, numbers, list(SHAPE), indices_are_sorted=False)
+        return acc
+    return raw_module(lambda: [f32_matrix(), ir.RankedTensorType.get(
+        (2,), ir.IntegerType.get_signless(32))], chain)
 
 
 def main():

@@ -382,16 +382,8 @@ def apply(rb: RegionBuilder, op_name: str, what: str, computation, args) -> list
 def _inline(rb: RegionBuilder, op_name, what, computation, params, result_shapes):
     """Inlines `computation` at the end of `rb`'s block, on `params` (Ops of `rb`)."""
     name = computation.name
-    got = computation.parameter_shapes
-    parameter_shapes = [p.shape for p in params]
-    if len(got) != len(parameter_shapes):
-        raise ShapeError(f"{op_name}: the {what} must take {len(parameter_shapes)} parameters "
-                         f"{_describe_shapes(parameter_shapes)}; computation {name!r} takes "
-                         f"{len(got)} {_describe_shapes(got)}")
-    for i, (g, want) in enumerate(zip(got, parameter_shapes)):
-        if g != want:
-            raise ShapeError(f"{op_name}: parameter {i} of the {what} must be {want}; "
-                             f"computation {name!r} has {g}")
+    _check_shapes(op_name, what, "parameter", computation.parameter_shapes,
+                  [p.shape for p in params], f"computation {name!r}")
     _check_results(op_name, what, computation.result_shapes, result_shapes, name)
     _copy_functions(rb.module, computation)
     with rb._ip, mlir.user_location():
@@ -444,17 +436,22 @@ def _generic(op) -> str:
 
 
 def _check_results(op_name, what, shapes, expected, name=None):
-    if expected is None:
-        return
-    source = f"computation {name!r}" if name else "it"
+    if expected is not None:
+        _check_shapes(op_name, what, "result", shapes, expected,
+                      f"computation {name!r}" if name else "it")
+
+
+def _check_shapes(op_name, what, kind, shapes, expected, source):
+    """The parameters or results of a computation (`source`) against what the op requires."""
+    verb, noun = ("take", "parameters") if kind == "parameter" else ("return", "value(s)")
     if len(shapes) != len(expected):
-        raise ShapeError(f"{op_name}: the {what} must return {len(expected)} value(s) "
-                         f"{_describe_shapes(expected)}; {source} returns {len(shapes)} "
+        raise ShapeError(f"{op_name}: the {what} must {verb} {len(expected)} {noun} "
+                         f"{_describe_shapes(expected)}; {source} {verb}s {len(shapes)} "
                          f"{_describe_shapes(shapes)}")
     for i, (g, want) in enumerate(zip(shapes, expected)):
         if g != want:
-            raise ShapeError(f"{op_name}: result {i} of the {what} must be {want}; {source} "
-                             f"returns {g}")
+            raise ShapeError(f"{op_name}: {kind} {i} of the {what} must be {want}; {source} "
+                             f"{'has' if kind == 'parameter' else 'returns'} {g}")
 
 
 def _is_number(value) -> bool:
