@@ -81,13 +81,12 @@ def plan_of(text: str) -> Plan:
 def modules_of(file: str, text: str, plan: Plan) -> list[Module]:
     if not plan.split:
         return [Module(file, 0, 1, text)]
-    out, start, line = [], 0, 1
+    out, start = [], 0
     for i, m in enumerate([*SPLIT.finditer(text), None]):
         end = m.start() if m else len(text)
-        out.append(Module(file, i, line, text[start:end]))
+        out.append(Module(file, i, text.count("\n", 0, start) + 1, text[start:end]))
         if m:
-            line += text.count("\n", start, m.end())
-            start = m.end()
+            start = min(m.end() + 1, len(text))  # after the separator line
     return out
 
 

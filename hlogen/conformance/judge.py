@@ -133,10 +133,12 @@ def ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Units in the last place between floats of the same type (int64; NaN and NaN are 0
     apart, NaN and a number as far as possible; -0 and +0 are 0 apart)."""
     ka, kb = _ordered(a), _ordered(b)
+    opposite = (ka < 0) != (kb < 0)
     with np.errstate(over="ignore"):
         d = np.abs(ka - kb)
-    opposite = (ka < 0) != (kb < 0)
-    d = np.where(opposite & (d < 0), _HUGE, d)  # overflowed: far apart anyway
+    if np.any(opposite):  # |ka| + |kb| can overflow int64: counted in floats, clipped
+        wide = np.abs(ka).astype(np.float64) + np.abs(kb).astype(np.float64)
+        d = np.where(opposite, np.minimum(wide, float(2 ** 62)).astype(np.int64), d)
     na, nb = np.isnan(a.astype(np.float32) if a.dtype.itemsize < 4 else a), \
         np.isnan(b.astype(np.float32) if b.dtype.itemsize < 4 else b)
     d = np.where(na & nb, 0, np.where(na | nb, _HUGE, d))

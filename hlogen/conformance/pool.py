@@ -28,9 +28,8 @@ def _environment() -> dict:
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     # one XLA thread per worker: workers are the parallelism (-j)
     flags = env.get("XLA_FLAGS", "")
-    if "intra_op_parallelism_threads" not in flags:
-        env["XLA_FLAGS"] = (flags + " --xla_cpu_multi_thread_eigen=false "
-                            "intra_op_parallelism_threads=1").strip()
+    if "xla_cpu_multi_thread_eigen" not in flags:
+        env["XLA_FLAGS"] = (flags + " --xla_cpu_multi_thread_eigen=false").strip()
     return env
 
 

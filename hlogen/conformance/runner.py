@@ -50,7 +50,7 @@ def run_one(path: str, index: int, backend: str, explain: bool = False) -> dict:
         plan, modules = read_modules(path)
         module = modules[index]
         record["line"] = module.line
-        where = f"{path}:{module.line}" if plan.split else path
+        where = path
         if not plan.interpret and not plan.disabled:
             if plan.roundtrip:
                 record["backend"] = "roundtrip"
@@ -67,7 +67,8 @@ def run_one(path: str, index: int, backend: str, explain: bool = False) -> dict:
             record.update(status="skipped", message=f"uses {feature.group(0)}, which only the "
                                                     f"interpreter's own test runner has")
             return record
-        case = load_case(module.text, where, lift_constants=backend != "interpret")
+        # blank lines first, so that MLIR's locations are lines of the file
+        case = load_case("\n" * (module.line - 1) + module.text, where, lift_constants=backend != "interpret")
         record.update(op=case.primary_op, ops=case.ops, types=case.element_types)
         results = execute(case, backend)
         record.update(judge_results(case, results))
