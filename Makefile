@@ -37,3 +37,11 @@ bench: $(STAMP)
 
 clean:
 	rm -rf $(VENV) out .pytest_cache .hypothesis *.egg-info
+
+# StableHLO's conformance files (../shared/conformance/stablehlo) on the reference
+# interpreter and PJRT CPU; reports in out/conformance.{xml,jsonl}. `make test` runs a
+# stratified sample of them (tests/test_conformance.py).
+CONFORMANCE ?= ../shared/conformance/stablehlo
+.PHONY: conformance
+conformance: $(STAMP)
+	$(HLOGEN) check $(CONFORMANCE) --backend all --junit out/conformance.xml --json out/conformance.jsonl
