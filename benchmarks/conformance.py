@@ -1,0 +1,54 @@
+"""Conformance speed and pass rates: StableHLO's testdata folder on PJRT CPU and on the
+reference interpreter, with 2 workers (the issue's setting), as a markdown table.
+
+    python benchmarks/conformance.py [PATH] [--backend cpu|interpret|both] [-j 2]
+
+The load average of the machine is printed with the results: the machine is shared.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import os
+import pathlib
+import platform
+import statistics
+import sys
+import time
+
+from hlogen import conformance
+
+DEFAULT = pathlib.Path(__file__).resolve().parents[2] / "shared" / "conformance" / "stablehlo" / "testdata"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("path", nargs="?", default=str(DEFAULT))
+    parser.add_argument("--backend", choices=["cpu", "interpret", "both"], default="both")
+    parser.add_argument("-j", "--jobs", type=int, default=2)
+    args = parser.parse_args()
+    backends = ["cpu", "interpret"] if args.backend == "both" else [args.backend]
+    print(f"{args.path}, {args.jobs} workers, Python {platform.python_version()}, "
+          f"{time.strftime('%Y-%m-%d %H:%M')}")
+    print()
+    print("| backend | files (module runs) | pass | known | other | pass rate (judged) | wall | median per module | load before / after |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for backend in backends:
+        before = os.getloadavg()[0]
+        run = conformance.run([args.path], [backend], jobs=args.jobs)
+        after = os.getloadavg()[0]
+        records = [r for r in run.records if r["backend"] == backend]
+        counts = collections.Counter(r["status"] for r in records)
+        judged = counts["pass"] + counts["known"] + sum(counts[s] for s in ("fail", "error", "crash", "timeout"))
+        other = ", ".join(f"{n} {s}" for s, n in counts.items() if s not in ("pass", "known")) or "0"
+        median = statistics.median(r["seconds"] for r in records) * 1e3
+        rate = 100 * counts["pass"] / judged if judged else 0
+        files = len({r["file"] for r in run.records})
+        print(f"| {backend} | {files} ({len(run.records)}) | {counts['pass']} | {counts['known']} | "
+              f"{other} | {rate:.2f}% of {judged} | {run.seconds:.1f} s | {median:.1f} ms | "
+              f"{before:.2f} / {after:.2f} |")
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
