@@ -21,6 +21,9 @@ _BACKENDS = {"interpret": ["interpret"], "cpu": ["cpu"], "gpu": ["gpu"], "all": 
               help="Worker processes (default: the number of cores).")
 @click.option("--timeout", type=click.FloatRange(min=0.1), default=120.0, show_default=True,
               help="Seconds one module may run before its worker is killed.")
+@click.option("--batch", type=click.IntRange(min=1), default=8, show_default=True,
+              help="PJRT modules compiled together per executable (1: one by one); a batch "
+                   "that fails is run again one by one.")
 @click.option("--junit", "junit_path", metavar="OUT.xml", help="Write a JUnit XML report.")
 @click.option("--json", "json_path", metavar="OUT.jsonl", help="Write one JSON record per module run.")
 @click.option("--known", "known_paths", multiple=True, metavar="FILE",
@@ -31,7 +34,7 @@ _BACKENDS = {"interpret": ["interpret"], "cpu": ["cpu"], "gpu": ["gpu"], "all": 
                    "interpreter values differ.")
 @click.option("--quiet", "-q", is_flag=True, help="Print only the totals.")
 @reports_errors
-def check(paths, backend, jobs, timeout, junit_path, json_path, known_paths, no_default_known,
+def check(paths, backend, jobs, timeout, batch, junit_path, json_path, known_paths, no_default_known,
           explain, quiet):
     """Run StableHLO conformance files (PATHS: files or directories of .mlir) and judge
     the results by StableHLO's check rules. Exit status 1 when any module fails that is
@@ -44,7 +47,7 @@ def check(paths, backend, jobs, timeout, junit_path, json_path, known_paths, no_
     progress = _Progress(sys.stderr.isatty() and not quiet)
     result = conformance.run(paths, backends, jobs=jobs, timeout=timeout, known_lists=known_paths,
                              use_default_known=not no_default_known, on_record=progress,
-                             explain=explain)
+                             explain=explain, batch=batch)
     progress.done()
     click.echo(report.summary(result, per_op=not quiet, max_listed=0 if quiet else 50))
     if explain:

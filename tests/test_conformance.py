@@ -307,3 +307,31 @@ def test_stratified_sample_of_stablehlo_testdata():
                for r in run.records if r["status"] in ("fail", "error", "crash", "timeout")]
     assert not failing, "\n".join(failing)
     assert sum(r["status"] == "pass" for r in run.records) >= len(chosen)
+
+
+BITCAST_COMPLEX = """// RUN: stablehlo-opt -inline %s | stablehlo-translate --interpret
+module {
+  func.func public @main() -> tensor<2xcomplex<f32>> {
+    %0 = stablehlo.constant dense<(1.0, 2.0)> : tensor<complex<f64>>
+    %1 = stablehlo.bitcast_convert %0 : (tensor<complex<f64>>) -> tensor<2xcomplex<f32>>
+    %2 = stablehlo.constant dense<[(0.0, 1.875), (0.0, 2.0)]> : tensor<2xcomplex<f32>>
+    stablehlo.custom_call @check.expect_eq(%1, %2) {has_side_effect = true} : (tensor<2xcomplex<f32>>, tensor<2xcomplex<f32>>) -> ()
+    return %1 : tensor<2xcomplex<f32>>
+  }
+}
+"""
+
+
+def test_a_batch_that_fails_to_compile_is_run_module_by_module(tmp_path):
+    for i in range(3):
+        write_testdata(tmp_path / f"good{i}.mlir", "%2 = stablehlo.sine %0 : tensor<4xf32>",
+                       "[0.0, 0.0, 0.0, 0.0]", "[0.0, 0.0, 0.0, 0.0]")
+    (tmp_path / "bitcast.mlir").write_text(BITCAST_COMPLEX)
+    run = conformance.run([str(tmp_path)], ["cpu"], jobs=1, batch=8, use_default_known=False)
+    status = {os.path.basename(r["file"]): r for r in run.records}
+    assert status["bitcast.mlir"]["status"] == "error"
+    assert "complex" in status["bitcast.mlir"]["message"]
+    assert [status[f"good{i}.mlir"]["status"] for i in range(3)] == ["pass"] * 3
+    # the built-in list knows this one
+    again = conformance.run([str(tmp_path / "bitcast.mlir")], ["cpu"], jobs=1)
+    assert again.records[0]["status"] == "known"

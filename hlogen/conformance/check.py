@@ -49,8 +49,10 @@ def tasks_for(paths, backends: list) -> tuple[list, dict]:
 
 
 def run(paths, backends, jobs: int | None = None, timeout: float = 120.0, known_lists=(),
-        use_default_known: bool = True, on_record=None, explain: bool = False) -> Run:
-    """Runs every module of `paths` on each of `backends` ("interpret", "cpu", "gpu")."""
+        use_default_known: bool = True, on_record=None, explain: bool = False,
+        batch: int = 8) -> Run:
+    """Runs every module of `paths` on each of `backends` ("interpret", "cpu", "gpu");
+    PJRT modules are compiled `batch` at a time (see runner.run_batch)."""
     jobs = jobs or os.cpu_count() or 1
     entries = known.load(known.DEFAULT) if use_default_known else []
     for path in known_lists:
@@ -68,7 +70,7 @@ def run(paths, backends, jobs: int | None = None, timeout: float = 120.0, known_
         if on_record is not None:
             on_record(record, len(records), len(tasks))
 
-    pool.run_tasks(tasks, jobs, timeout, finish)
+    pool.run_tasks(tasks, jobs, timeout, finish, batch=batch)
     order = {(t["file"], t["module"], t["backend"]): i for i, t in enumerate(tasks)}
     records.sort(key=lambda r: order.get((r["file"], r["module"], r["backend"]), 1 << 30))
     return Run(records, list(backends), time.perf_counter() - start, jobs, entries)

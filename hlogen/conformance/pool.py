@@ -113,11 +113,19 @@ class Worker:
         self.stderr.close()
 
 
-def run_tasks(tasks: list, jobs: int, timeout: float, on_result) -> None:
+def run_tasks(tasks: list, jobs: int, timeout: float, on_result, batch: int = 1) -> None:
     """Runs `tasks` (dicts: file, module, backend) on `jobs` workers; `on_result(record)`
-    is called for each, in completion order, from one thread at a time."""
+    is called for each, in completion order, from one thread at a time. PJRT tasks go
+    `batch` at a time to one worker (compiled together); when a batch crashes or times
+    out, its tasks are run again one by one, so that the record names the module."""
     todo: queue.Queue = queue.Queue()
-    for t in tasks:
+    pending = [t for t in tasks if t["backend"] == "interpret"]
+    pjrt = [t for t in tasks if t["backend"] != "interpret"]
+    for i in range(0, len(pjrt), max(batch, 1)):
+        group = pjrt[i:i + max(batch, 1)]
+        todo.put({"batch": group, "explain": any(t.get("explain") for t in group)}
+                 if len(group) > 1 else group[0])
+    for t in pending:
         todo.put(t)
     lock = threading.Lock()
     failures: list = []
@@ -134,9 +142,15 @@ def run_tasks(tasks: list, jobs: int, timeout: float, on_result) -> None:
                     if worker is not None:
                         worker.close()
                     worker = Worker()
-                record = worker.run(task, timeout)
+                limit = timeout * (2 if "batch" in task else 1)
+                answer = worker.run(task, limit)
+                if "batch" in task and answer.get("status") in ("crash", "timeout"):
+                    for t in task["batch"]:  # again, one by one: the record names the module
+                        todo.put(t)
+                    continue
                 with lock:
-                    on_result(record)
+                    for record in answer.get("records", [answer]):
+                        on_result(record)
         except BaseException as e:  # the pool cannot work: stop the others too
             failures.append(e)
             while True:
@@ -148,7 +162,8 @@ def run_tasks(tasks: list, jobs: int, timeout: float, on_result) -> None:
             if worker is not None:
                 worker.close()
 
-    threads = [threading.Thread(target=slot, daemon=True) for _ in range(max(1, min(jobs, len(tasks))))]
+    threads = [threading.Thread(target=slot, daemon=True)
+               for _ in range(max(1, min(jobs, todo.qsize())))]
     for t in threads:
         t.start()
     for t in threads:

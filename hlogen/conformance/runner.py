@@ -44,48 +44,137 @@ def execute(case: Case, backend: str) -> list:
 def run_one(path: str, index: int, backend: str, explain: bool = False) -> dict:
     """Runs module `index` of `path` on `backend`; the result record."""
     start = time.perf_counter()
-    record = {"file": path, "module": index, "backend": backend, "line": 1, "op": "(none)",
-              "ops": [], "types": []}
-    try:
-        plan, modules = read_modules(path)
-        module = modules[index]
-        record["line"] = module.line
-        where = path
-        if not plan.interpret and not plan.disabled:
-            if plan.roundtrip:
-                record["backend"] = "roundtrip"
-                record.update(roundtrip(module.text, where))
-            else:
-                record.update(status="skipped", message="no RUN line runs or serializes it")
-            return record
-        if plan.filecheck:
-            record.update(status="skipped", message="its RUN line checks the interpreter's "
-                                                    "printed output with FileCheck")
-            return record
-        feature = files.INTERPRETER_ONLY.search(module.text)
-        if feature:
-            record.update(status="skipped", message=f"uses {feature.group(0)}, which only the "
-                                                    f"interpreter's own test runner has")
-            return record
-        # blank lines first, so that MLIR's locations are lines of the file
-        case = load_case("\n" * (module.line - 1) + module.text, where, lift_constants=backend != "interpret")
-        record.update(op=case.primary_op, ops=case.ops, types=case.element_types)
-        results = execute(case, backend)
-        record.update(judge_results(case, results))
-        if explain and record["status"] == "fail":
-            record["explain"] = explain_case(case, backend)
-    except UnsupportedError as e:
-        record.update(status="skipped", message=str(e))
-    except ExecutionError as e:
-        record.update(status="error", message=str(e))
-    except HlogenError as e:
-        if "no XLA counterpart" in str(e):  # an element type outside hlogen's table
-            record.update(status="skipped", message=f"{e} (hlogen's element types are XLA's)")
-        else:
-            record.update(status="error", message=str(e))
-    finally:
-        record["seconds"] = round(time.perf_counter() - start, 6)
+    record = _new_record(path, index, backend)
+    with _recording(record, start):
+        case = _load(path, index, backend, record)
+        if case is not None:
+            _judge(case, execute(case, backend), record, backend, explain)
     return record
+
+
+def run_batch(items: list, explain: bool = False) -> list:
+    """Runs PJRT modules (dicts: file, module, backend) compiled together as one
+    executable: XLA's compile time is mostly fixed cost (one op or ten independent ones
+    compile in about the same time), so a batch pays it once. Each module's values stay
+    its own (separate parameters and results). Modules that cannot join a batch (extra
+    functions) or a batch that fails to compile or run are run one by one."""
+    records, cases = [], []
+    for item in items:
+        start = time.perf_counter()
+        record = _new_record(item["file"], item["module"], item["backend"])
+        case = None
+        with _recording(record, start):
+            case = _load(item["file"], item["module"], item["backend"], record)
+        records.append(record)
+        if case is not None:
+            cases.append((record, case))
+    by_backend: dict = {}
+    for record, case in cases:
+        joinable = len(list(case.computation.module.body.operations)) == 1
+        by_backend.setdefault((record["backend"], joinable), []).append((record, case))
+    for (backend, joinable), group in by_backend.items():
+        outputs, share = None, 0.0
+        if joinable and len(group) > 1:
+            start = time.perf_counter()
+            try:
+                outputs = _run_joined([c for _, c in group], backend)
+            except Exception:  # noqa: BLE001 - any failure: one by one, each with its own error
+                outputs = None
+            share = (time.perf_counter() - start) / len(group)
+        for k, (record, case) in enumerate(group):
+            spent = record["seconds"] + share
+            with _recording(record, time.perf_counter() - spent):
+                results = outputs[k] if outputs is not None else execute(case, backend)
+                _judge(case, results, record, backend, explain)
+    return records
+
+
+def _run_joined(cases: list, backend: str) -> list:
+    """One computation holding every case's main side by side; the outputs per case."""
+    from jaxlib.mlir._mlir_libs import _jax_mlir_ext
+    from hlogen import mlir
+    from hlogen.builder import Builder, Op
+    b = Builder("conformance_batch")
+    results, arguments = [], []
+    for i, case in enumerate(cases):
+        comp = case.computation
+        params = [b.parameter(s, f"m{i}_{k}") for k, s in enumerate(comp.parameter_shapes)]
+        with b._ip, mlir.user_location():  # the inlined ops keep their own locations
+            values = _jax_mlir_ext.inlined_func_call(comp._main, [p.value for p in params])
+        results += [Op(b, v, s) for v, s in zip(values, comp.result_shapes)]
+        arguments += case.arguments
+    joined = b.build(*results)
+    out = hg.compile(joined, backend=backend)(*arguments)
+    out = [np.asarray(a) for a in (out if isinstance(out, tuple) else (out,))]
+    per_case, at = [], 0
+    for case in cases:
+        n = len(case.computation.result_shapes)
+        per_case.append(out[at:at + n])
+        at += n
+    return per_case
+
+
+def _new_record(path, index, backend) -> dict:
+    return {"file": path, "module": index, "backend": backend, "line": 1, "op": "(none)",
+            "ops": [], "types": []}
+
+
+class _recording:
+    """Turns hlogen errors into the record's status; adds the seconds spent."""
+
+    def __init__(self, record: dict, start: float):
+        self.record, self.start = record, start
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, error, tb):
+        record = self.record
+        record["seconds"] = round(time.perf_counter() - self.start, 6)
+        if error is None or not isinstance(error, HlogenError):
+            return False
+        if isinstance(error, UnsupportedError):
+            record.update(status="skipped", message=str(error))
+        elif "no XLA counterpart" in str(error):  # an element type outside hlogen's table
+            record.update(status="skipped", message=f"{error} (hlogen's element types are XLA's)")
+        else:
+            record.update(status="error", message=str(error))
+        return True
+
+
+def _load(path: str, index: int, backend: str, record: dict) -> Case | None:
+    """The module made runnable, or None when the record is already decided (skipped,
+    round trip)."""
+    plan, modules = read_modules(path)
+    module = modules[index]
+    record["line"] = module.line
+    if not plan.interpret and not plan.disabled:
+        if plan.roundtrip:
+            record["backend"] = "roundtrip"
+            record.update(roundtrip(module.text, path))
+        else:
+            record.update(status="skipped", message="no RUN line runs or serializes it")
+        return None
+    if plan.filecheck:
+        record.update(status="skipped", message="its RUN line checks the interpreter's "
+                                                "printed output with FileCheck")
+        return None
+    feature = files.INTERPRETER_ONLY.search(module.text)
+    if feature:
+        record.update(status="skipped", message=f"uses {feature.group(0)}, which only the "
+                                                f"interpreter's own test runner has")
+        return None
+    # blank lines first, so that MLIR's locations are lines of the file
+    case = load_case("\n" * (module.line - 1) + module.text, path,
+                     lift_constants=backend != "interpret")
+    record.update(op=case.primary_op, ops=case.ops, types=case.element_types)
+    return case
+
+
+def _judge(case: Case, results: list, record: dict, backend: str, explain: bool) -> None:
+    record.update(judge_results(case, results))
+    if explain and record["status"] == "fail":
+        record["explain"] = explain_case(case, backend)
 
 
 def explain_case(case: Case, backend: str) -> str:

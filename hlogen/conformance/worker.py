@@ -1,6 +1,7 @@
 """A worker process: `python -m hlogen.conformance.worker` reads tasks, one JSON object
-per line on stdin ({"file", "module", "backend"}), and answers each with one JSON line
-(hlogen.conformance.runner.run_one's record). It first answers {"ready": true}.
+per line on stdin ({"file", "module", "backend"}, or {"batch": [those]} for PJRT
+modules compiled together), and answers each with one JSON line (a record of
+hlogen.conformance.runner, or {"records": [...]}). It first answers {"ready": true}.
 
 The protocol has the process's original stdout to itself: file descriptor 1 is pointed
 at stderr, so that whatever native code prints cannot corrupt an answer.
@@ -24,14 +25,19 @@ def main() -> None:
         if not line.strip():
             continue
         task = json.loads(line)
-        print(f"--- task {task['file']}#{task['module']} {task['backend']}", file=sys.stderr,
-              flush=True)
+        items = task["batch"] if "batch" in task else [task]
+        print(f"--- task {items[0]['file']}#{items[0]['module']} {items[0]['backend']}"
+              f"{f' and {len(items) - 1} more' if len(items) > 1 else ''}", file=sys.stderr, flush=True)
         try:
-            record = runner.run_one(task["file"], task["module"], task["backend"],
-                                    explain=task.get("explain", False))
-        except Exception as e:  # a bug of the runner: reported for this module, not fatal
-            record = {**task, "status": "error", "message": f"runner error: {type(e).__name__}: {e}"}
-        answers.write(json.dumps(record, default=str) + "\n")
+            if "batch" in task:
+                answer = {"records": runner.run_batch(items, explain=task.get("explain", False))}
+            else:
+                answer = runner.run_one(task["file"], task["module"], task["backend"],
+                                        explain=task.get("explain", False))
+        except Exception as e:  # a bug of the runner: reported for these modules, not fatal
+            message = f"runner error: {type(e).__name__}: {e}"
+            answer = {"records": [{**t, "status": "error", "message": message} for t in items]}
+        answers.write(json.dumps(answer, default=str) + "\n")
 
 
 if __name__ == "__main__":
