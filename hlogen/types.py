@@ -37,6 +37,9 @@ class ElementType:
             dims = (dims,)
         return Shape(self, dims)
 
+    # not iterable: with __getitem__ alone, tuple(hg.f32) would make shapes forever
+    __iter__ = None
+
     def __repr__(self) -> str:
         return f"hg.{self.name}"
 

@@ -15,7 +15,9 @@ import select
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
+import threading
 import time
 
 import numpy as np
@@ -72,15 +74,12 @@ def run_cases(cases: dict, timeout: float = 120.0) -> dict[str, Outcome]:
     outcomes: dict[str, Outcome] = {}
     env = dict(os.environ, PYTHONFAULTHANDLER="")
     while pending:
+        errors = tempfile.TemporaryFile()  # a file, not a pipe: a full pipe would block it
         worker = subprocess.Popen([sys.executable, "-c", _WORKER], stdin=subprocess.PIPE,
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+                                  stdout=subprocess.PIPE, stderr=errors, env=env)
         feed = "".join(json.dumps({"name": n, "code": c}) + "\n" for n, c in pending)
         current = None
-        try:
-            worker.stdin.write(feed.encode())
-            worker.stdin.close()
-        except BrokenPipeError:
-            pass
+        threading.Thread(target=_feed, args=(worker.stdin, feed.encode()), daemon=True).start()
         deadline = time.monotonic() + timeout + 30  # the first case also imports jax
         buffer = b""
         while True:
@@ -96,7 +95,8 @@ def run_cases(cases: dict, timeout: float = 120.0) -> dict[str, Outcome]:
             chunk = os.read(worker.stdout.fileno(), 65536)
             if not chunk:
                 worker.wait()
-                stderr = worker.stderr.read().decode(errors="replace")
+                errors.seek(0)
+                stderr = errors.read().decode(errors="replace")
                 if current is not None:
                     code = -worker.returncode if worker.returncode < 0 else worker.returncode
                     kind = "signal" if worker.returncode < 0 else "other"
@@ -115,9 +115,17 @@ def run_cases(cases: dict, timeout: float = 120.0) -> dict[str, Outcome]:
                                                         message.get("detail", ""))
                     current = None
         worker.stdout.close()
-        worker.stderr.close()
+        errors.close()
         pending = [(n, c) for n, c in pending if n not in outcomes]
     return outcomes
+
+
+def _feed(pipe, data: bytes) -> None:
+    try:
+        pipe.write(data)
+        pipe.close()
+    except (BrokenPipeError, ValueError):  # the worker died or was killed
+        pass
 
 
 # -- modules of the reproducers ---------------------------------------------------------

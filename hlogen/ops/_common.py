@@ -89,6 +89,8 @@ def int_list(op_name: str, arg: str, values) -> tuple[int, ...]:
             -2**63 <= min(values, default=0) and max(values, default=0) < 2**63:
         return tuple(values)  # the common case, on the hot path of emission
     try:
+        if isinstance(values, (Op, str, bytes)):  # an Op is not a list of its elements
+            raise TypeError
         result = tuple(values)
     except TypeError:
         raise ShapeError(f"{op_name}: {arg} must be a sequence of integers, got {values!r}") from None
