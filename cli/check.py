@@ -32,10 +32,13 @@ _BACKENDS = {"interpret": ["interpret"], "cpu": ["cpu"], "gpu": ["gpu"], "all": 
 @click.option("--explain", is_flag=True,
               help="For each module that fails on PJRT, name the first op whose PJRT and "
                    "interpreter values differ.")
+@click.option("--sample", is_flag=True,
+              help="Run a stratified sample: files chosen so that every op used in PATHS runs "
+                   "at least once (what `make test` runs).")
 @click.option("--quiet", "-q", is_flag=True, help="Print only the totals.")
 @reports_errors
 def check(paths, backend, jobs, timeout, batch, junit_path, json_path, known_paths, no_default_known,
-          explain, quiet):
+          explain, sample, quiet):
     """Run StableHLO conformance files (PATHS: files or directories of .mlir) and judge
     the results by StableHLO's check rules. Exit status 1 when any module fails that is
     not a known deviation, 2 for bad arguments."""
@@ -44,6 +47,11 @@ def check(paths, backend, jobs, timeout, batch, junit_path, json_path, known_pat
     backends = list(_BACKENDS[backend])
     if backend == "all" and _has_gpu():
         backends.append("gpu")
+    if backend == "gpu" and not _has_gpu():
+        raise HlogenError("--backend gpu: no GPU is available here (hlogen devices lists them)")
+    if sample:
+        from hlogen.conformance.sample import stratified
+        paths = stratified(paths)
     progress = _Progress(sys.stderr.isatty() and not quiet)
     result = conformance.run(paths, backends, jobs=jobs, timeout=timeout, known_lists=known_paths,
                              use_default_known=not no_default_known, on_record=progress,

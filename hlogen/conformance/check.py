@@ -6,7 +6,7 @@ import os
 import time
 
 from hlogen.conformance import files, known, pool
-from hlogen.errors import InputError
+from hlogen.errors import ExecutionError, InputError
 
 # Failing statuses: they make the run fail (exit 1).
 FAILING = ("fail", "error", "crash", "timeout")
@@ -70,7 +70,10 @@ def run(paths, backends, jobs: int | None = None, timeout: float = 120.0, known_
         if on_record is not None:
             on_record(record, len(records), len(tasks))
 
-    pool.run_tasks(tasks, jobs, timeout, finish, batch=batch)
+    try:
+        pool.run_tasks(tasks, jobs, timeout, finish, batch=batch)
+    except RuntimeError as e:  # a worker could not start at all
+        raise ExecutionError(str(e)) from None
     order = {(t["file"], t["module"], t["backend"]): i for i, t in enumerate(tasks)}
     records.sort(key=lambda r: order.get((r["file"], r["module"], r["backend"]), 1 << 30))
     return Run(records, list(backends), time.perf_counter() - start, jobs, entries)

@@ -29,6 +29,14 @@ def summary(run: Run, per_op: bool = True, max_listed: int = 50) -> str:
         times = [r["seconds"] for r in records if "seconds" in r]
         median = f", median {1e3 * statistics.median(times):.1f} ms" if times else ""
         lines.append(f"  {backend}: {parts} ({rate}{median})")
+        per_file: dict = collections.defaultdict(set)
+        for r in records:
+            per_file[r["file"]].add(r["status"])
+        judged_files = [s for s in per_file.values() if s & {"pass", "known", *FAILING}]
+        passing = sum(1 for s in judged_files if s <= {"pass", "skipped"})
+        if judged_files:
+            lines.append(f"    files: {passing} of {len(judged_files)} judged files pass every module "
+                         f"({100 * passing / len(judged_files):.2f}%), {len(per_file)} files in all")
     if per_op:
         ops: dict = collections.defaultdict(collections.Counter)
         for r in run.records:
