@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 HLOGEN := $(VENV)/bin/hlogen
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup demo test bench clean
+.PHONY: setup demo test fuzz bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -30,6 +30,12 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest tests
+
+# The fuzz suite at 20 times the cases `make test` runs, with a new seed each time
+# (HLOGEN_FUZZ_SEED=N repeats a run); prints the counts the README records.
+fuzz: $(STAMP)
+	HLOGEN_FUZZ_SCALE=$${HLOGEN_FUZZ_SCALE:-20} HLOGEN_FUZZ_SEED=$${HLOGEN_FUZZ_SEED:-$$RANDOM} \
+		$(PY) -m pytest tests/test_fuzz.py -q -s
 
 bench: $(STAMP)
 	$(PY) benchmarks/emit.py

@@ -30,7 +30,10 @@ COMBINATIONS_PER_OP = 12 * SCALE
 
 # Ops of the data-movement family whose random bad arguments end in something other
 # than an hg.HlogenError today (their module is not owned by this test's author).
-KNOWN_OP_FAILURES: dict[str, str] = {}
+KNOWN_OP_FAILURES: dict[str, str] = {
+    "custom_call": "api_version=[...] (a list) raises TypeError (unhashable type) in "
+                   "hlogen/ops/custom_call.py _api_version instead of an hg.ShapeError",
+}
 
 # -- mutated modules ----------------------------------------------------------------------
 
@@ -65,6 +68,8 @@ def mutate(text: str, rng: random.Random) -> str:
     """One to three random mutations: a line dropped or repeated, a type or an op name
     swapped, a number changed, bytes flipped, the text truncated, regions nested deep."""
     for _ in range(rng.randint(1, 3)):
+        if not text:
+            break
         kind = rng.choice(["drop", "repeat", "type", "op", "number", "flip", "truncate", "nest",
                            "size"])
         lines = text.split("\n")
@@ -224,6 +229,7 @@ def test_mutated_modules_never_crash(outcomes):
 @pytest.mark.parametrize("name", hg.ops.__all__)
 def test_random_bad_arguments_are_hlogen_errors(name, outcomes, request):
     if name in KNOWN_OP_FAILURES:
-        request.applymarker(pytest.mark.xfail(reason=KNOWN_OP_FAILURES[name], strict=True))
+        # not strict: whether a seed draws the failing argument is chance
+        request.applymarker(pytest.mark.xfail(reason=KNOWN_OP_FAILURES[name], strict=False))
     outcome = outcomes[f"op {name}"]
     assert outcome.kind == "ok", _describe(outcome)
