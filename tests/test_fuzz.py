@@ -30,10 +30,7 @@ COMBINATIONS_PER_OP = 12 * SCALE
 
 # Ops of the data-movement family whose random bad arguments end in something other
 # than an hg.HlogenError today (their module is not owned by this test's author).
-KNOWN_OP_FAILURES: dict[str, str] = {
-    "custom_call": "api_version=[...] (a list) raises TypeError (unhashable type) in "
-                   "hlogen/ops/custom_call.py _api_version instead of an hg.ShapeError",
-}
+KNOWN_OP_FAILURES: dict[str, str] = {}
 
 # -- mutated modules ----------------------------------------------------------------------
 

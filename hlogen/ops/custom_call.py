@@ -77,7 +77,8 @@ def _target_name(target_name) -> str:
 def _api_version(api_version) -> int:
     if api_version is None:
         return TYPED_FFI
-    if isinstance(api_version, bool) or api_version not in API_VERSIONS:
+    if isinstance(api_version, bool) or not isinstance(api_version, int) or \
+            api_version not in API_VERSIONS:
         listed = ", ".join(f"{v} ({n})" for v, n in API_VERSIONS.items())
         raise ShapeError(f"{_OP}: api_version must be one of {listed} or None (4), got "
                          f"{api_version!r}")
