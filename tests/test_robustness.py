@@ -513,3 +513,22 @@ def test_bad_bytecode_prints_nothing_but_the_error(capfd):
         hg.load(data[: len(data) // 2])
     captured = capfd.readouterr()
     assert captured.err == "" and captured.out == ""
+
+
+@pytest.mark.parametrize("text", [DIVISION, CONSTANT_DIVISION, UNSIGNED_DIVISION, TOTAL_ORDER,
+                                  REDUCE_PRECISION, CUSTOM_CALL_IN_REDUCE, nested_regions(10),
+                                  *_UNSUPPORTED_BY_INTERPRETER.values()],
+                         ids=lambda t: "")
+def test_interpreter_and_xla_agree_on_every_reproducer_both_can_run(text):
+    comp = hg.load(text)
+    rng = np.random.default_rng(1)
+    args = [(rng.standard_normal(s.dimensions) * 3).astype(s.dtype) for s in comp.parameter_shapes]
+    results = []
+    for backend in ("interpret", "cpu"):
+        try:
+            results.append(hg.compile(comp, backend=backend)(*args))
+        except hg.UnsupportedError:
+            return  # one of them cannot run it (said before running): nothing to compare
+    interpreted, compiled = (r if isinstance(r, tuple) else (r,) for r in results)
+    for a, b in zip(interpreted, compiled):
+        np.testing.assert_array_equal(a, b)
