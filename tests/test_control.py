@@ -179,3 +179,13 @@ def test_call_checks_the_arguments_against_the_computation():
     with pytest.raises(hg.ShapeError, match=r"call: computation 'square' takes \(f32\[3\]\), called "
                                             r"with \(f32\[2,3\]\)"):
         ops.call(square, x)
+
+
+def test_call_of_a_callable_with_the_wrong_arity_or_a_bad_result():
+    x, _, _ = _xb()
+    with pytest.raises(hg.ShapeError, match=r"call: the computation is called with 1 parameters"):
+        ops.call(lambda a, b: a, x)
+    with pytest.raises(hg.ShapeError, match="call: the computation must return Ops"):
+        ops.call(lambda a: "a", x)
+    with pytest.raises(hg.ShapeError, match=r"call: in the computation \(.*test_control.py:\d+\)"):
+        ops.call(lambda a: ops.add(a, ops.convert_element_type(a, hg.s32)), x)

@@ -14,7 +14,7 @@ from jaxlib.mlir import ir
 
 from hlogen import mlir
 from hlogen import types as T
-from hlogen.builder import Builder, Op, apply, copy_function, same_builder, trace
+from hlogen.builder import Builder, Op, apply, build_computation, copy_function, same_builder, trace
 from hlogen.errors import ShapeError
 
 _PRED = T.Shape(T.pred, ())
@@ -172,10 +172,7 @@ def _callee(op_name: str, what: str, computation, args):
         if not isinstance(a, Op):
             raise ShapeError(f"{op_name}: argument {i} must be an Op, got {type(a).__name__} {a!r}")
     if callable(computation) and not isinstance(computation, Computation):
-        b = Builder(getattr(computation, "__name__", what).strip("<>") or what)
-        returned = computation(*[b.parameter(a.shape) for a in args])
-        returned = returned if isinstance(returned, (builtins.tuple, list)) else [returned]
-        computation = b.build(*returned)
+        computation = build_computation(op_name, what, computation, [a.shape for a in args])
     if not isinstance(computation, Computation):
         raise ShapeError(f"{op_name}: {what} must be a Python callable or an hg.Computation, got "
                          f"{type(computation).__name__} {computation!r}")
