@@ -12,6 +12,7 @@ import collections
 import os
 import pathlib
 import platform
+import resource
 import statistics
 import sys
 import time
@@ -26,17 +27,21 @@ def main() -> None:
     parser.add_argument("path", nargs="?", default=str(DEFAULT))
     parser.add_argument("--backend", choices=["cpu", "interpret", "both"], default="both")
     parser.add_argument("-j", "--jobs", type=int, default=2)
+    parser.add_argument("--batch", type=int, default=8, help="PJRT modules per executable")
     args = parser.parse_args()
     backends = ["cpu", "interpret"] if args.backend == "both" else [args.backend]
-    print(f"{args.path}, {args.jobs} workers, Python {platform.python_version()}, "
+    print(f"{args.path}, {args.jobs} workers, batches of {args.batch}, Python {platform.python_version()}, "
           f"{time.strftime('%Y-%m-%d %H:%M')}")
     print()
-    print("| backend | files (module runs) | pass | known | other | pass rate (judged) | wall | median per module | load before / after |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| backend | files (module runs) | pass | known | other | pass rate (judged) | wall | median per module | workers' CPU time | load before / after |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for backend in backends:
         before = os.getloadavg()[0]
-        run = conformance.run([args.path], [backend], jobs=args.jobs)
+        cpu_before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        run = conformance.run([args.path], [backend], jobs=args.jobs, batch=args.batch)
         after = os.getloadavg()[0]
+        cpu_after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        worker_cpu = (cpu_after.ru_utime - cpu_before.ru_utime) + (cpu_after.ru_stime - cpu_before.ru_stime)
         records = [r for r in run.records if r["backend"] == backend]
         counts = collections.Counter(r["status"] for r in records)
         judged = counts["pass"] + counts["known"] + sum(counts[s] for s in ("fail", "error", "crash", "timeout"))
@@ -45,7 +50,7 @@ def main() -> None:
         rate = 100 * counts["pass"] / judged if judged else 0
         files = len({r["file"] for r in run.records})
         print(f"| {backend} | {files} ({len(run.records)}) | {counts['pass']} | {counts['known']} | "
-              f"{other} | {rate:.2f}% of {judged} | {run.seconds:.1f} s | {median:.1f} ms | "
+              f"{other} | {rate:.2f}% of {judged} | {run.seconds:.1f} s | {median:.1f} ms | {worker_cpu:.1f} s | "
               f"{before:.2f} / {after:.2f} |")
         sys.stdout.flush()
 
