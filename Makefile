@@ -19,8 +19,8 @@ setup: $(STAMP)
 # definitions, then compile and run them with PJRT and with the reference interpreter.
 demo: $(STAMP)
 	$(HLOGEN) devices
-	$(HLOGEN) emit samples/elementwise.py -o out/elementwise
-	$(HLOGEN) emit samples/broadcasting.py -o out/broadcasting
+	$(HLOGEN) emit samples/elementwise.py -o out/elementwise --force
+	$(HLOGEN) emit samples/broadcasting.py -o out/broadcasting --force
 	$(HLOGEN) run out/broadcasting/composition_vector_and_1x2.mlir --backend cpu \
 		--input 4xf32=1,2,3,4 --input 1x2xf32=5,6
 	$(HLOGEN) run out/elementwise/integer_division.mlir --backend cpu \

@@ -1,7 +1,9 @@
 """Input values on the command line, in the convention of IREE's tools:
 
     --input 2x3xf32=1,2,3,4,5,6   dimensions, element type, values (row-major)
-    --input 2x3xf32=0             one value fills the array
+    --input "2x3xf32=[1 2 3][4 5 6]"   the same, nested as IREE prints it (or [[1,2,3],[4,5,6]])
+    --input 2x3xf32=0             one value fills the array (a splat)
+    --input 2x3xf32=@x.bin        raw little-endian bytes, row-major
     --input f32=3.5               a scalar
     --input @x.npy                a numpy file
     --input x.npz                 every array of an .npz file, in order (or by parameter name)
@@ -36,8 +38,10 @@ def parse_literal(text: str) -> np.ndarray:
                          f"@file.npy or file.npz")
     dims = tuple(int(d) for d in m.group(1).split("x")) if m.group(1) else ()
     et = element_type_named(m.group(2))
-    raw = [v.strip() for v in m.group(3).replace("\n", ",").split(",") if v.strip()]
     size = int(np.prod(dims, dtype=np.int64))
+    if m.group(3).startswith("@"):
+        return _raw_file(text, m.group(3)[1:], et, dims)
+    raw = _values(text, m.group(3))
     if len(raw) not in (1, size):
         raise InputError(f"--input {text!r}: {hg.Shape(et, dims)} needs {size} values (or 1 to fill "
                          f"it), got {len(raw)}")
@@ -50,6 +54,31 @@ def parse_literal(text: str) -> np.ndarray:
     except ShapeError as e:  # its message starts with the --input already
         raise InputError(str(e)) from None
     return np.broadcast_to(array.reshape(()), dims).copy() if len(raw) == 1 else array.reshape(dims)
+
+
+def _values(text: str, body: str) -> list[str]:
+    """The values of a literal: separated by commas or blanks, optionally nested in
+    brackets (which must balance)."""
+    depth = 0
+    for ch in body:
+        depth += {"[": 1, "]": -1}.get(ch, 0)
+        if depth < 0:
+            break
+    if depth != 0:
+        raise InputError(f"--input {text!r}: unbalanced brackets in the values")
+    return re.split(r"[\s,\[\]]+", body.strip(" \t\n[],")) if body.strip(" \t\n[],") else []
+
+
+def _raw_file(text: str, path: str, et, dims) -> np.ndarray:
+    try:
+        data = pathlib.Path(path).read_bytes()
+    except OSError as e:
+        raise InputError(f"--input {text!r}: cannot read {path}: {e.strerror}") from None
+    size = int(np.prod(dims, dtype=np.int64))
+    if len(data) != size * et.dtype.itemsize:
+        raise InputError(f"--input {text!r}: {hg.Shape(et, dims)} is {size * et.dtype.itemsize} "
+                         f"bytes, {path} has {len(data)}")
+    return np.frombuffer(data, et.dtype.newbyteorder("<")).reshape(dims).astype(et.dtype)
 
 
 def _number(text: str, et):
@@ -65,16 +94,22 @@ def _number(text: str, et):
     return float(text)
 
 
-def load_inputs(specs, names) -> list[np.ndarray]:
-    """Arrays for the computation's parameters (`names`) from the --input options."""
+def load_inputs(specs, names, option: str = "--input") -> list[np.ndarray]:
+    """Arrays for the computation's parameters (`names`) from the --input options
+    (or its results, for --expected-output)."""
     arrays: list = []
     for spec in specs:
-        if spec.startswith("@"):
-            arrays.append(_load_npy(spec[1:]))
-        elif spec.endswith(".npz") and "=" not in spec:
-            arrays.extend(_load_npz(spec, names))
-        else:
-            arrays.append(parse_literal(spec))
+        try:
+            if spec.startswith("@"):
+                arrays.append(_load_npy(spec[1:]))
+            elif spec.endswith(".npz") and "=" not in spec:
+                arrays.extend(_load_npz(spec, names))
+            else:
+                arrays.append(parse_literal(spec))
+        except InputError as e:  # the messages say --input: name the option given
+            if option != "--input" and str(e).startswith("--input"):
+                raise InputError(option + str(e)[len("--input"):]) from None
+            raise
     return arrays
 
 

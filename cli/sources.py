@@ -57,6 +57,64 @@ def pick(functions: dict, name: str | None, path: str):
     return functions[name]
 
 
+def load_mlir(path: str) -> hg.Computation:
+    """A module from an MLIR file in any format, or from standard input for `-`."""
+    if path == "-":
+        from hlogen import preflight
+        from hlogen.computation import Computation, parse_module
+        data = sys.stdin.buffer.read()
+        module = parse_module(data, "<stdin>")
+        preflight.check_module(module, "<stdin>")
+        return Computation(module, "<stdin>")
+    if not pathlib.Path(path).is_file():
+        raise InputError(f"{path}: no such file")
+    return hg.load(pathlib.Path(path))
+
+
+def single_passes(pipeline: str) -> list[str]:
+    """A pipeline as one step per pass (named pipelines expanded), for dumps after each."""
+    from hlogen import passes
+    text = pipeline.strip()
+    if text.startswith("builtin.module(") and text.endswith(")"):
+        return [f"builtin.module({p})" for p in _passes_of(text[len("builtin.module("):-1])]
+    passes.steps(text)  # unknown names are refused here, with the list of known ones
+    out = []
+    for name in [n.strip() for n in text.split(",") if n.strip()]:
+        if name in passes.PIPELINES:
+            out += [f"builtin.module({p})" for p in _passes_of(passes.PIPELINES[name])]
+        else:
+            out.append(name)
+    return out
+
+
+def _passes_of(body: str) -> list[str]:
+    """'func.func(a,b),c' -> ['func.func(a)', 'func.func(b)', 'c']."""
+    out = []
+    for item in _split_top(body):
+        m = item.find("(")
+        brace = item.find("{")
+        if m > 0 and (brace < 0 or m < brace) and item.endswith(")"):
+            anchor = item[:m]
+            out += [f"{anchor}({p})" for p in _passes_of(item[m + 1:-1])]
+        elif item:
+            out.append(item)
+    return out
+
+
+def _split_top(text: str) -> list[str]:
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        if ch in "({":
+            depth += 1
+        elif ch in ")}":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(text[start:i].strip())
+            start = i + 1
+    parts.append(text[start:].strip())
+    return [p for p in parts if p]
+
+
 def computation_from(path: str, function: str | None) -> hg.Computation:
     """The computation to run from a .py file (by function name) or an MLIR file."""
     if path.endswith(PYTHON_SUFFIXES):

@@ -37,6 +37,37 @@ def compile(client, code: bytes, device):
                                    xla_client.CompileOptions())
 
 
+def compile_options_key() -> str:
+    """What the compile options are, for the key of the persistent cache."""
+    options = xla_client.CompileOptions()
+    return f"replicas={options.num_replicas},partitions={options.num_partitions}"
+
+
+def jaxlib_version() -> str:
+    import jaxlib
+    return jaxlib.__version__
+
+
+def serialize(loaded) -> bytes:
+    """XLA's serialized executable (what the persistent cache stores)."""
+    return loaded.client.serialize_executable(loaded)
+
+
+def deserialize(client, data: bytes, device):
+    """A LoadedExecutable from `serialize`'s bytes. Only for bytes this process can trust:
+    XLA's loader is not hardened against corrupt input (the cache checks a digest first)."""
+    return client.deserialize_executable(data, xla_client.DeviceList((device,)),
+                                         xla_client.CompileOptions())
+
+
+def optimized_hlo(loaded) -> str:
+    return "\n".join(m.to_string() for m in loaded.hlo_modules())
+
+
+def cost_analysis(loaded) -> dict:
+    return dict(loaded.cost_analysis())
+
+
 class Placement:
     """How arrays of one shape go to and come back from one device."""
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import collections
 import threading
+import time
 
 import numpy as np
 
@@ -33,7 +34,10 @@ def client(backend: str | None):
         raise UnsupportedError(f"backend {backend!r} is not available here: {e}") from None
 
 
-def compile(computation: Computation, backend: str | None = None) -> "Executable":
+def compile(computation: Computation, backend: str | None = None,
+            disk_cache=None) -> "Executable":
+    """`disk_cache`: an ExecutableCache (hlogen.runtime.cache) to read and write
+    serialized executables; the command line passes one, the library does not."""
     check_signature(computation)
     pjrt = client(backend)
     device = pjrt.local_devices()[0]
@@ -43,7 +47,7 @@ def compile(computation: Computation, backend: str | None = None) -> "Executable
         if found is not None:
             _cache.move_to_end(key)
             return found
-    found = Executable(computation, pjrt, device)  # compiles: outside the lock
+    found = Executable(computation, pjrt, device, disk_cache)  # compiles: outside the lock
     with _cache_lock:
         found = _cache.setdefault(key, found)
         while len(_cache) > _CACHE_KEPT:
@@ -54,16 +58,15 @@ def compile(computation: Computation, backend: str | None = None) -> "Executable
 class Executable:
     """A compiled computation: call it with numpy arrays, get numpy arrays back."""
 
-    def __init__(self, computation: Computation, pjrt, device):
+    def __init__(self, computation: Computation, pjrt, device, disk_cache=None):
         self.computation = computation
         self.backend = pjrt.platform
         self.device = device
         self._prepared = prepare(computation, for_interpreter=False)
-        try:
-            self._loaded = _jaxlib.compile(pjrt, self._prepared.computation.to_bytecode(), device)
-        except _jaxlib.JaxRuntimeError as e:
-            raise ExecutionError(f"{computation.name}: the {self.backend} backend cannot compile "
-                                 f"it: {e}") from None
+        self.cache_outcome = "off"  # or "hit", "miss": what the disk cache did
+        start = time.perf_counter()
+        self._loaded = self._load_or_compile(pjrt, device, disk_cache)
+        self.compile_seconds = time.perf_counter() - start
         flat_in = leaf_shapes(computation.parameter_shapes)
         self._in = [_jaxlib.Placement(s.dimensions, s.dtype, device) for s in flat_in]
         self._out = [_jaxlib.Placement(s.dimensions, s.dtype, device)
@@ -77,6 +80,45 @@ class Executable:
 
     def __repr__(self) -> str:
         return f"<Executable {self.computation.signature()} on {self.backend}>"
+
+    def _load_or_compile(self, pjrt, device, disk_cache):
+        key = None
+        if disk_cache is not None:
+            version = _jaxlib.jaxlib_version()
+            key = disk_cache.key(self._prepared.computation.fingerprint,
+                                 _jaxlib.compile_options_key(), version, pjrt.platform,
+                                 device.device_kind)
+            payload = disk_cache.load(key, version)
+            if payload is not None:
+                try:
+                    loaded = _jaxlib.deserialize(pjrt, payload, device)
+                    self.cache_outcome = "hit"
+                    return loaded
+                except _jaxlib.JaxRuntimeError:
+                    pass  # written by an XLA that serializes differently: compile again
+            self.cache_outcome = "miss"
+        try:
+            loaded = _jaxlib.compile(pjrt, self._prepared.computation.to_bytecode(), device)
+        except _jaxlib.JaxRuntimeError as e:
+            raise ExecutionError(f"{self.computation.name}: the {self.backend} backend cannot "
+                                 f"compile it: {e}") from None
+        if key is not None:
+            disk_cache.store(key, _jaxlib.serialize(loaded), jaxlib=_jaxlib.jaxlib_version(),
+                             backend=pjrt.platform, device_kind=device.device_kind,
+                             module=self.computation.name)
+        return loaded
+
+    def optimized_hlo(self) -> str:
+        """XLA's optimized HLO module(s), as text."""
+        return _jaxlib.optimized_hlo(self._loaded)
+
+    def cost_analysis(self) -> dict:
+        """XLA's cost analysis: flops, bytes accessed, ..."""
+        return _jaxlib.cost_analysis(self._loaded)
+
+    def serialize(self) -> bytes:
+        """XLA's serialized executable (same jaxlib and device kind to load it)."""
+        return _jaxlib.serialize(self._loaded)
 
     def __call__(self, *args):
         # jax's C++ dispatch takes arrays as they are (check_array is not on its path):

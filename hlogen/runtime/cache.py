@@ -1,0 +1,149 @@
+"""The persistent executable cache of the command line (`hlogen run`, `hlogen compile`).
+
+An entry is XLA's serialized executable (`Client.serialize_executable`), keyed by a
+digest of the module PJRT compiles (after hlogen's pipeline, without locations), the
+compile options, the jaxlib version, the backend and the device kind. jax's own
+persistent compilation cache serves `jax.jit`'s lowering path; hlogen compiles
+StableHLO with the client directly, so it stores what that client serializes.
+
+An entry file is a header line (JSON: key, jaxlib version, payload size and SHA-256)
+and the payload. It is written to a temporary file and renamed, so readers see a whole
+entry or none, and two processes writing the same entry both leave a whole one. An
+entry whose header, size, digest, key or jaxlib version does not match is ignored
+(and overwritten after compiling): XLA's loader never sees bytes that were not
+written whole by this jaxlib.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import pathlib
+import tempfile
+
+MAGIC = b"hlogen-executable 1\n"
+SUFFIX = ".hlx"
+
+
+def default_directory() -> pathlib.Path:
+    """$HLOGEN_CACHE_DIR, else $XDG_CACHE_HOME/hlogen, else ~/.cache/hlogen."""
+    if os.environ.get("HLOGEN_CACHE_DIR"):
+        return pathlib.Path(os.environ["HLOGEN_CACHE_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return pathlib.Path(base) / "hlogen"
+
+
+@dataclasses.dataclass
+class Entry:
+    path: pathlib.Path
+    size: int
+    status: str          # "valid", "stale" (another jaxlib), "corrupt"
+    header: dict
+
+
+class ExecutableCache:
+    """Serialized executables on disk, one file per key."""
+
+    def __init__(self, directory=None):
+        self.directory = pathlib.Path(directory) if directory else default_directory()
+        self.folder = self.directory / "executables"
+
+    @staticmethod
+    def key(module_digest: str, options: str, jaxlib_version: str, backend: str,
+            device_kind: str) -> str:
+        text = json.dumps([module_digest, options, jaxlib_version, backend, device_kind])
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    def _path(self, key: str) -> pathlib.Path:
+        return self.folder / f"{key}{SUFFIX}"
+
+    def load(self, key: str, jaxlib_version: str) -> bytes | None:
+        """The payload stored under `key`, or None (missing, or not to be trusted)."""
+        try:
+            data = self._path(key).read_bytes()
+        except OSError:
+            return None
+        header, payload = _parse(data)
+        if header is None or header.get("key") != key or header.get("jaxlib") != jaxlib_version:
+            return None
+        return payload
+
+    def store(self, key: str, payload: bytes, **info) -> None:
+        """Writes an entry atomically; a cache that cannot be written is skipped silently
+        (the run does not depend on it)."""
+        header = dict(info, key=key, size=len(payload), sha256=hashlib.sha256(payload).hexdigest())
+        data = MAGIC + json.dumps(header, sort_keys=True).encode() + b"\n" + payload
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".tmp-", suffix=SUFFIX)
+        except OSError:
+            return
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.replace(tmp, self._path(key))
+        except OSError:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+
+    def entries(self, jaxlib_version: str) -> list[Entry]:
+        found = []
+        for path in sorted(self.folder.glob(f"*{SUFFIX}")) if self.folder.is_dir() else []:
+            if path.name.startswith(".tmp-"):
+                continue
+            try:
+                data = path.read_bytes()
+            except OSError:
+                continue
+            header, _ = _parse(data)
+            if header is None or header.get("key") != path.stem:
+                status = "corrupt"
+            elif header.get("jaxlib") != jaxlib_version:
+                status = "stale"
+            else:
+                status = "valid"
+            found.append(Entry(path, len(data), status, header or {}))
+        return found
+
+    def clear(self, only_invalid: bool = False, jaxlib_version: str | None = None) -> int:
+        """Removes entries (with `only_invalid`, the stale and corrupt ones) and
+        temporary files left by writers that died; returns how many entries went."""
+        removed = 0
+        if not self.folder.is_dir():
+            return 0
+        for path in self.folder.glob(f".tmp-*{SUFFIX}"):
+            _unlink(path)
+        for entry in self.entries(jaxlib_version or ""):
+            if only_invalid and entry.status == "valid":
+                continue
+            removed += _unlink(entry.path)
+        return removed
+
+
+def _unlink(path: pathlib.Path) -> int:
+    try:
+        path.unlink()
+        return 1
+    except OSError:
+        return 0
+
+
+def _parse(data: bytes):
+    """(header, payload), or (None, None) when the entry is not whole and intact."""
+    if not data.startswith(MAGIC):
+        return None, None
+    end = data.find(b"\n", len(MAGIC))
+    if end < 0:
+        return None, None
+    try:
+        header = json.loads(data[len(MAGIC):end])
+    except (ValueError, UnicodeDecodeError):
+        return None, None
+    payload = data[end + 1:]
+    if not isinstance(header, dict) or header.get("size") != len(payload) or \
+            header.get("sha256") != hashlib.sha256(payload).hexdigest():
+        return None, None
+    return header, payload
