@@ -40,6 +40,8 @@ fuzz: $(STAMP)
 bench: $(STAMP)
 	$(PY) benchmarks/emit.py
 	$(PY) benchmarks/dispatch.py
+	$(PY) benchmarks/softmax.py
+	$(PY) benchmarks/linalg.py
 
 clean:
 	rm -rf $(VENV) out .pytest_cache .hypothesis *.egg-info
