@@ -298,9 +298,10 @@ def test_stratified_sample_of_stablehlo_testdata():
     for path in files.discover([str(DATA / "testdata")]):
         text = pathlib.Path(path).read_text()
         if files.plan_of(text).interpret:
-            every_op |= sample.ops_in(text)
-    covered = set().union(*(sample.ops_in(pathlib.Path(p).read_text()) for p in chosen))
-    assert covered == every_op
+            every_op |= sample.strata_of(text)
+    covered = set().union(*(sample.strata_of(pathlib.Path(p).read_text()) for p in chosen))
+    assert covered == every_op  # every op, and every element type of each op
+    assert len(chosen) < len(files.discover([str(DATA / "testdata")])) / 3
     run = conformance.run(chosen + [str(DATA / "tests" / "interpret" / "compare.mlir")],
                           ["interpret", "cpu"], jobs=os.cpu_count() or 2)
     failing = [f"{r['status']} {r['backend']} {r['file']}#{r['module']}: {r['message'][:300]}"

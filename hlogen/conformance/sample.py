@@ -1,8 +1,10 @@
-"""A stratified sample of conformance files: every op at least once.
+"""A stratified sample of conformance files: every op, and every element type of each
+op, at least once.
 
-Files are grouped by what they test, read from their text (the ops they use, not
-their names): each op that appears in some file is covered by one file that uses it,
-chosen to keep the sample small (a greedy set cover, smallest files first among
+Files are grouped by what they test, read from their text (the ops they use and the
+element types on those ops' lines, not the files' names): each stratum (an op, or an
+op with an element type) that appears in some file is covered by one chosen file,
+chosen to keep the sample small (a greedy set cover, smaller files first among
 equals), so a sample run is fast and still touches every op of the set.
 """
 from __future__ import annotations
@@ -13,6 +15,7 @@ import re
 from hlogen.conformance import files
 
 _OP = re.compile(r"\b((?:stablehlo|chlo)\.[a-z_]+)\b")
+_TYPE = re.compile(r"tensor<(?:[0-9?]+x)*([a-z][a-z0-9]*)")
 _NOT_TESTED = {"stablehlo.constant", "stablehlo.custom_call", "stablehlo.return"}
 
 
@@ -20,9 +23,23 @@ def ops_in(text: str) -> set:
     return {m for m in _OP.findall(text) if m not in _NOT_TESTED}
 
 
-def stratified(paths, seed: int = 0) -> list[str]:
-    """Files of `paths` (files or directories) such that every op used by any of them is
-    used by at least one chosen file."""
+def strata_of(text: str) -> set:
+    """The ops of `text`, and (op, element type) for the types on each op's line."""
+    strata: set = set()
+    for line in text.splitlines():
+        ops = [m for m in _OP.findall(line) if m not in _NOT_TESTED]
+        if not ops:
+            continue
+        types = set(_TYPE.findall(line))
+        for op in ops:
+            strata.add(op)
+            strata.update((op, t) for t in types)
+    return strata
+
+
+def stratified(paths) -> list[str]:
+    """Files of `paths` (files or directories) such that every stratum of any of them
+    (see strata_of) is a stratum of at least one chosen file."""
     candidates = []
     for path in files.discover(paths):
         with open(path, encoding="utf-8", errors="replace") as f:
@@ -30,7 +47,7 @@ def stratified(paths, seed: int = 0) -> list[str]:
         plan = files.plan_of(text)
         if not plan.interpret:  # disabled and round-trip-only files judge no backend
             continue
-        candidates.append((path, ops_in(text), os.path.getsize(path)))
+        candidates.append((path, strata_of(text), os.path.getsize(path)))
     uncovered = set().union(*(ops for _, ops, _ in candidates)) if candidates else set()
     chosen = []
     # deterministic: most new ops first, then the smaller file, then the path
