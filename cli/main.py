@@ -200,8 +200,9 @@ def opt(file, pipeline, mlir_pipeline, fmt, target_version, output, print_ir_aft
     if mlir_pipeline is not None and not mlir_pipeline.strip().startswith("builtin.module("):
         raise HlogenError(f"--mlir-pipeline {mlir_pipeline!r}: a raw pipeline starts with "
                           f"'builtin.module(' (named pipelines go to --pipeline)")
-    comp = sources.load_mlir(file)
     chosen = mlir_pipeline or pipeline or "default"
+    passes.steps(chosen)  # a bad name is refused before standard input is read
+    comp = sources.load_mlir(file)
     steps = sources.single_passes(chosen) if print_ir_after_all else [chosen]
     for name in steps:
         comp = passes.run(comp, name)
@@ -506,4 +507,4 @@ def completion(shell):
 
 
 if __name__ == "__main__":
-    main()
+    main(prog_name="hlogen")
