@@ -336,3 +336,30 @@ def test_a_batch_that_fails_to_compile_is_run_module_by_module(tmp_path):
     # the built-in list knows this one
     again = conformance.run([str(tmp_path / "bitcast.mlir")], ["cpu"], jobs=1)
     assert again.records[0]["status"] == "known"
+
+
+def test_disabled_round_trip_and_interpreter_only_files(tmp_path):
+    good = write_testdata(tmp_path / "disabled.mlir", "%2 = stablehlo.negate %0 : tensor<4xf32>",
+                          "[1.0, 2.0, 3.0, 4.0]", "[-1.0, -2.0, -3.0, -4.0]")
+    good.write_text(good.read_text().replace("// RUN: ", "// RUN-DISABLED(inaccurate): ", 1))
+    (tmp_path / "roundtrip.mlir").write_text(
+        "// RUN: stablehlo-translate --serialize --target=current %s | stablehlo-translate "
+        "--deserialize | stablehlo-opt > %t.0\n"
+        "func.func @main(%a: tensor<?xf32>) -> tensor<?xf32> {\n"
+        "  %0 = stablehlo.abs %a : tensor<?xf32>\n  return %0 : tensor<?xf32>\n}\n")
+    (tmp_path / "parallel.mlir").write_text(
+        "// RUN: stablehlo-translate --interpret -split-input-file %s\n"
+        "func.func @main() {\n  %0 = stablehlo.constant dense<1> : tensor<i64>\n"
+        "  %1 = \"interpreter.run_parallel\"() {programs = [[@main]]} : () -> tensor<i64>\n"
+        "  check.expect_eq_const %0, dense<1> : tensor<i64>\n  func.return\n}\n")
+    run = conformance.run([str(tmp_path)], ["interpret", "cpu"], jobs=2)
+    got = {(os.path.basename(r["file"]), r["backend"]): r for r in run.records}
+    for backend in ("interpret", "cpu"):
+        disabled = got[("disabled.mlir", backend)]
+        assert disabled["status"] == "disabled"
+        assert disabled["message"].startswith("RUN-DISABLED upstream (inaccurate); here: pass")
+        parallel = got[("parallel.mlir", backend)]
+        assert parallel["status"] == "skipped" and "interpreter.run_parallel" in parallel["message"]
+    roundtrip = got[("roundtrip.mlir", "roundtrip")]
+    assert roundtrip["status"] == "pass" and len(run.records) == 5
+    assert not run.failed
