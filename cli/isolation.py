@@ -25,8 +25,6 @@ import sys
 import tempfile
 import time
 
-import numpy as np
-
 _DONE = "hlogen-isolation-done"
 
 
@@ -56,13 +54,15 @@ class Child:
         self.close()
 
     def close(self):
+        # Every answer is in: the child is killed rather than left to tear jax down.
         if self._proc.poll() is None:
+            self._proc.kill()
+        self._proc.wait()
+        for stream in (self._proc.stdin, self._proc.stdout):
             try:
-                self._proc.stdin.close()
-                self._proc.wait(timeout=5)
-            except (OSError, subprocess.TimeoutExpired):
-                self._proc.kill()
-                self._proc.wait()
+                stream.close()
+            except OSError:
+                pass
         if self._progress_fd is not None:
             os.close(self._progress_fd)
             self._progress_fd = None
@@ -126,6 +126,7 @@ def _last_line(stderr: bytes) -> str:
 def write_arrays(stem: pathlib.Path, arrays) -> None:
     """Arrays as raw bytes plus a manifest of hlogen element type names (npz cannot
     keep bf16, f8 or int4)."""
+    import numpy as np
     import hlogen as hg
     manifest = []
     with open(f"{stem}.bin", "wb") as f:
@@ -137,6 +138,7 @@ def write_arrays(stem: pathlib.Path, arrays) -> None:
 
 
 def read_arrays(stem: pathlib.Path) -> list:
+    import numpy as np
     import hlogen as hg
     manifest = json.loads(pathlib.Path(f"{stem}.json").read_text())
     data = pathlib.Path(f"{stem}.bin").read_bytes()
@@ -179,6 +181,7 @@ def _progress(fd, done, total, label):
 
 
 def _serve(folder: pathlib.Path) -> dict:
+    import numpy as np
     import hlogen as hg
     request = json.loads((folder / "request.json").read_text())
     comp = hg.load(folder / "module.mlir")

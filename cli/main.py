@@ -285,14 +285,14 @@ def _run_and_report(file, function_name, input_specs, default_inputs, backend, c
                     explain, expected_specs, rtol, atol, output_specs, repeat, no_cache, verbose):
     """`hlogen run`'s work (also `hlogen samples run`'s): checks in this process (exit 2),
     compile and run in the child (isolation.py), then compare and report."""
-    import statistics
-    import numpy as np
-    from hlogen.runtime.arrays import flatten_arguments, leaf_shapes
-    from hlogen.runtime.execution import prepare
-    from hlogen.runtime.cache import default_directory
-    from hlogen_cli import compare, inputs, isolation, sources
+    from hlogen_cli import isolation
     backends = [backend] + (["interpret"] if check_interpret else [])
     with isolation.start(backends) as child:  # imports jax while this process reads FILE
+        import statistics
+        import numpy as np
+        from hlogen.runtime.arrays import flatten_arguments, leaf_shapes
+        from hlogen.runtime.cache import default_directory
+        from hlogen_cli import compare, inputs, sources
         comp = sources.computation_from(file, function_name)
         args = default_inputs(comp) if default_inputs else \
             inputs.load_inputs(input_specs, comp.parameter_names)
@@ -303,8 +303,8 @@ def _run_and_report(file, function_name, input_specs, default_inputs, backend, c
                                       option="--expected-output")
         compare.check_expected_count(expected, result_leaves)
         outputs = compare.output_plan(output_specs, len(result_leaves))
-        for b in backends:  # what can be checked before running: exit 2
-            prepare(comp, for_interpreter=b == "interpret")
+        # The backends' own checks (hlogen.preflight, exit 2 too) run in the child, which
+        # raises their HlogenErrors here: the module is legalized once, not twice.
         folder = child.folder(comp, arrays, file)
         cache = None if no_cache else str(default_directory())
         runs = []
@@ -366,14 +366,13 @@ def _run_and_report(file, function_name, input_specs, default_inputs, backend, c
 @reports_errors
 def compile_command(file, function_name, backend, output, hlo, cost, no_cache, verbose):
     """Compile IN with XLA: its optimized HLO, its serialized executable, its cost analysis."""
-    from hlogen.runtime.cache import default_directory
-    from hlogen.runtime.execution import prepare
-    from hlogen_cli import isolation, sources
+    from hlogen_cli import isolation
     if not (output or cost):
         hlo = True
     with isolation.start([backend]) as child:
+        from hlogen.runtime.cache import default_directory
+        from hlogen_cli import sources
         comp = sources.computation_from(file, function_name)
-        prepare(comp, for_interpreter=False)
         folder = child.folder(comp, [], file)
         answer = child.ask(folder, {"action": "compile", "backend": backend, "hlo": hlo,
                                     "cost": cost, "serialize": bool(output),
