@@ -197,6 +197,7 @@ def test_a_crash_and_a_timeout_are_recorded_and_the_run_goes_on(tmp_path):
     crash = by_name["a_sort_le.mlir"]
     assert crash["status"] == "crash" and "SIGABRT" in crash["message"], crash
     assert "LLVM ERROR" in crash["message"]  # the last lines of its stderr
+    assert crash["op"] == "stablehlo.sort"  # read from the text: the worker could not say
     timeout = by_name["b_forever.mlir"]
     assert timeout["status"] == "timeout" and "did not finish in 5 s" in timeout["message"]
     assert by_name["c_good.mlir"]["status"] == "pass"  # on a fresh worker

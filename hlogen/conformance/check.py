@@ -80,6 +80,8 @@ def run(paths, backends, jobs: int | None = None, timeout: float = 120.0, known_
 
 
 def finish_record(record: dict, plan, entries: list) -> None:
+    if record.get("status") in ("crash", "timeout") and not record.get("ops"):
+        _ops_from_text(record)  # the worker died before it could say
     record.setdefault("ops", [])
     record.setdefault("types", [])
     record.setdefault("op", record["ops"][0] if record["ops"] else "(none)")
@@ -92,6 +94,29 @@ def finish_record(record: dict, plan, entries: list) -> None:
         return
     if record["status"] in FAILING or record["status"] == "skipped" or record["status"] == "pass":
         known.classify(record, entries) if record["status"] != "pass" else _count_passes(record, entries)
+
+
+def _ops_from_text(record: dict) -> None:
+    """Ops and element types of a module, read from its text (for known-deviation
+    patterns and the per-op summary)."""
+    from hlogen import types as T
+    from hlogen.conformance.sample import _NOT_TESTED, _OP, _TYPE
+    try:
+        with open(record["file"], encoding="utf-8", errors="replace") as f:
+            text = f.read()
+        plan = files.plan_of(text)
+        text = files.modules_of(record["file"], text, plan)[record["module"]].text
+    except (OSError, IndexError, KeyError):
+        return
+    ops = [m for m in dict.fromkeys(_OP.findall(text)) if m not in _NOT_TESTED]
+    types = []
+    for name in dict.fromkeys(_TYPE.findall(text)):
+        try:
+            types.append(T.element_type_of_mlir(name).name)
+        except Exception:  # noqa: BLE001 - a type outside hlogen's table: its MLIR name
+            types.append(name)
+    record["ops"], record["types"] = ops, types
+    record["op"] = ops[0] if ops else "(none)"
 
 
 def _count_passes(record: dict, entries: list) -> None:
