@@ -1,7 +1,6 @@
 """`hlogen check`: run StableHLO conformance files on PJRT and/or the interpreter."""
 from __future__ import annotations
 
-import os
 import sys
 
 import click

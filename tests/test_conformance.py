@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 import os
 import pathlib
-import subprocess
-import sys
 import xml.etree.ElementTree as ET
 
 import numpy as np

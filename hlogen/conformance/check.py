@@ -92,8 +92,10 @@ def finish_record(record: dict, plan, entries: list) -> None:
                              + (f": {record['message']}" if record["message"] else ""))
         record["status"] = "disabled"
         return
-    if record["status"] in FAILING or record["status"] == "skipped" or record["status"] == "pass":
-        known.classify(record, entries) if record["status"] != "pass" else _count_passes(record, entries)
+    if record["status"] == "pass":
+        _count_passes(record, entries)
+    elif record["status"] in (*FAILING, "skipped"):
+        known.classify(record, entries)
 
 
 def _ops_from_text(record: dict) -> None:

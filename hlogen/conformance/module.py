@@ -18,7 +18,7 @@ import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir._mlir_libs import _jax_mlir_ext, _stablehlo
 
-from hlogen import mlir, passes
+from hlogen import mlir
 from hlogen import types as T
 from hlogen.computation import Computation, parse_module
 from hlogen.conformance import files, judge

@@ -15,7 +15,7 @@ import hlogen as hg
 from hlogen import types as T
 from hlogen.conformance import files, judge
 from hlogen.conformance.module import Case, load_case
-from hlogen.errors import ExecutionError, HlogenError, InputError, UnsupportedError
+from hlogen.errors import HlogenError, InputError, UnsupportedError
 
 BACKENDS = ("interpret", "cpu", "gpu")
 
