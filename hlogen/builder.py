@@ -261,6 +261,18 @@ class RegionBuilder(Builder):
                               f"computation cannot be used outside it")
 
 
+class InsertingBuilder(RegionBuilder):
+    """Emits before `operation` of an existing module: for rewrites that express an op
+    with others (hlogen.decompositions)."""
+
+    def __init__(self, module: ir.Module, operation: ir.Operation, description: str):  # noqa
+        self.name, self.parent, self.description, self.module = "rewrite", None, description, module
+        self._block = operation.block
+        self._ip = ir.InsertionPoint(operation)
+        self._parameter_names = []
+        self._built = False
+
+
 @dataclasses.dataclass
 class Traced:
     """A computation traced into a detached block, ready to move into its op's region."""

@@ -81,8 +81,7 @@ _DECOMPOSABLE = "the interpreter does not implement it (it aborts)"
 UNSUPPORTED = {
     "interpret": {
         **{name: (_DECOMPOSABLE, None) for name in (
-            "stablehlo.batch_norm_grad", "stablehlo.batch_norm_inference",
-            "stablehlo.batch_norm_training", "stablehlo.broadcast", "stablehlo.cholesky",
+            "stablehlo.broadcast", "stablehlo.cholesky",
             "stablehlo.create_token", "stablehlo.cross-replica-sum", "stablehlo.dot",
             "stablehlo.einsum", "stablehlo.rng", "stablehlo.rng_bit_generator",
             "stablehlo.torch_index_select", "stablehlo.triangular_solve",

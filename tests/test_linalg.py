@@ -188,8 +188,9 @@ def _moments(x, feature_index):
     return axes, shape
 
 
+@pytest.mark.parametrize("backend", BACKENDS)  # the interpreter runs them by their formulas
 @pytest.mark.parametrize("feature_index", [0, 1, 3])
-def test_batch_norm_training_and_inference(feature_index):
+def test_batch_norm_training_and_inference(feature_index, backend):
     x = RNG.standard_normal((2, 3, 4, 5)) * 3 + 1
     c = x.shape[feature_index]
     scale, offset = RNG.standard_normal(c), RNG.standard_normal(c)
@@ -198,16 +199,19 @@ def test_batch_norm_training_and_inference(feature_index):
     mean, var = x.mean(axis=axes), x.var(axis=axes)
     normalized = (x - mean.reshape(shape)) / np.sqrt(var.reshape(shape) + eps)
     expected = scale.reshape(shape) * normalized + offset.reshape(shape)
-    got = on("cpu", lambda a, s, o: ops.batch_norm_training(a, s, o, eps, feature_index), x, scale, offset)
+    got = on(backend, lambda a, s, o: ops.batch_norm_training(a, s, o, eps, feature_index), x, scale,
+             offset)
     for g, e in zip(got, (expected, mean, var)):
         np.testing.assert_allclose(g, e, rtol=1e-10, atol=1e-10)
-    got = on("cpu", lambda a, s, o, m, v: ops.batch_norm_inference(a, s, o, m, v, eps, feature_index),
+    got = on(backend, lambda a, s, o, m, v: ops.batch_norm_inference(a, s, o, m, v, eps,
+                                                                     feature_index),
              x, scale, offset, mean, var)
     np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-10)
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("feature_index", [0, 2])
-def test_batch_norm_grad(feature_index):
+def test_batch_norm_grad(feature_index, backend):
     x = RNG.standard_normal((3, 4, 5))
     c = x.shape[feature_index]
     scale = RNG.standard_normal(c)
@@ -223,7 +227,7 @@ def test_batch_norm_grad(feature_index):
     grad_x = scale.reshape(shape) * inv / n * (
         n * grad_out - grad_offset.reshape(shape) - centered * inv ** 2 * (grad_out * centered).sum(
             axis=axes).reshape(shape))
-    got = on("cpu", lambda a, s, m, v, g: ops.batch_norm_grad(a, s, m, v, g, eps, feature_index),
+    got = on(backend, lambda a, s, m, v, g: ops.batch_norm_grad(a, s, m, v, g, eps, feature_index),
              x, scale, mean, var, grad_out)
     for g, e in zip(got, (grad_x, grad_scale, grad_offset)):
         np.testing.assert_allclose(g, e, rtol=1e-9, atol=1e-9)

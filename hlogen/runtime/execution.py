@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from jaxlib.mlir._mlir_libs import _jax_mlir_ext
 
-from hlogen import mlir, passes, preflight, semantics
+from hlogen import decompositions, mlir, passes, preflight, semantics
 from hlogen import types as T
 from hlogen.builder import Builder, Op
 from hlogen.computation import Computation
@@ -61,6 +61,8 @@ def prepare(computation: Computation, for_interpreter: bool) -> Prepared:
     preflight.check_module(computation.module, where)
     legal = passes.run(computation, "legalize")
     semantics.rewrite_module(legal.module)
+    if for_interpreter:  # ops it has no implementation of, by their formulas
+        decompositions.decompose_for_interpreter(legal.module)
     leaves_out = leaf_shapes(computation.result_shapes)
     read = ["as_is" if not for_interpreter or leaf.element_type.name in _READABLE
             else "complex" if leaf.element_type.kind == T.COMPLEX else "carrier"
