@@ -15,6 +15,11 @@ SAMPLES = pathlib.Path(__file__).resolve().parent.parent / "samples"
 ELEMENTWISE = str(SAMPLES / "elementwise.py")
 
 
+@pytest.fixture(autouse=True)
+def cache_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("HLOGEN_CACHE_DIR", str(tmp_path / "executable-cache"))
+
+
 def hlogen(*args, cwd=None):
     if cwd is None:
         return CliRunner().invoke(main, list(args), catch_exceptions=False)
