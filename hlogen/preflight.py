@@ -72,7 +72,7 @@ def _custom_call_refusal(op):
 
 
 _NOT_BY_ITSELF = "the interpreter runs it only in its parallel runner (replicas), which hlogen does not use"
-_DECOMPOSABLE = "the interpreter does not implement it (it aborts)"
+_DECOMPOSABLE = "the interpreter has no usable implementation of it (it aborts, or does not finish)"
 
 # backend -> {op name: (why, when)}: the ops a backend cannot run. `when` is None
 # (always) or a predicate of the op (True, or a string that says why instead of `why`).
