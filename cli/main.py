@@ -13,13 +13,17 @@ import functools
 import os
 import pathlib
 import sys
-import tempfile
 import traceback
 
 import click
 
 FORMATS = {"text": ".mlir", "bytecode": ".mlirbc", "portable": ".portable.mlirbc"}
 _DEBUG = {"on": bool(os.environ.get("HLOGEN_DEBUG"))}
+
+
+def write_atomically(path, data: bytes) -> None:
+    from hlogen.files import write_atomically as write  # hlogen loads lazily (hlogen --help)
+    write(path, data)
 
 
 def reports_errors(command):
@@ -154,20 +158,6 @@ def _output_path(output, name, suffix, several) -> pathlib.Path:
     if several or out.is_dir() or output.endswith(os.sep):
         return out / f"{name}{suffix}"
     return out
-
-
-def write_atomically(path: pathlib.Path, data: bytes) -> None:
-    """Writes through a temporary file, so a failure never leaves a half-written file."""
-    path = pathlib.Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
 
 
 # -- opt ----------------------------------------------------------------------------------

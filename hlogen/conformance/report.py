@@ -3,12 +3,11 @@ from __future__ import annotations
 
 import collections
 import json
-import os
 import statistics
-import tempfile
 import xml.etree.ElementTree as ET
 
 from hlogen.conformance.check import FAILING, STATUSES, Run
+from hlogen.files import write_atomically
 
 
 def _name(record: dict) -> str:
@@ -60,7 +59,7 @@ def summary(run: Run, per_op: bool = True, max_listed: int = 50) -> str:
 
 def write_json(run: Run, path: str) -> None:
     text = "".join(json.dumps(r, default=str) + "\n" for r in run.records)
-    _write_atomically(path, text.encode())
+    write_atomically(path, text.encode())
 
 
 def write_junit(run: Run, path: str) -> None:
@@ -95,17 +94,4 @@ def write_junit(run: Run, path: str) -> None:
     if stale:
         out = ET.SubElement(root, "system-out")
         out.text = "\n".join(f"stale known deviation: {e.describe()}" for e in stale)
-    _write_atomically(path, ET.tostring(root, encoding="utf-8", xml_declaration=True))
-
-
-def _write_atomically(path: str, data: bytes) -> None:
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    write_atomically(path, ET.tostring(root, encoding="utf-8", xml_declaration=True))

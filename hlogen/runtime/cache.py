@@ -20,7 +20,8 @@ import hashlib
 import json
 import os
 import pathlib
-import tempfile
+
+from hlogen.files import write_atomically
 
 MAGIC = b"hlogen-executable 1\n"
 SUFFIX = ".hlx"
@@ -75,24 +76,14 @@ class ExecutableCache:
         header = dict(info, key=key, size=len(payload), sha256=hashlib.sha256(payload).hexdigest())
         data = MAGIC + json.dumps(header, sort_keys=True).encode() + b"\n" + payload
         try:
-            self.folder.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".tmp-", suffix=SUFFIX)
+            write_atomically(self._path(key), data)
         except OSError:
-            return
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            os.replace(tmp, self._path(key))
-        except OSError:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
+            pass
 
     def entries(self, jaxlib_version: str) -> list[Entry]:
         found = []
         for path in sorted(self.folder.glob(f"*{SUFFIX}")) if self.folder.is_dir() else []:
-            if path.name.startswith(".tmp-"):
+            if path.name.startswith("."):  # a writer's temporary file
                 continue
             try:
                 data = path.read_bytes()
@@ -114,7 +105,7 @@ class ExecutableCache:
         removed = 0
         if not self.folder.is_dir():
             return 0
-        for path in self.folder.glob(f".tmp-*{SUFFIX}"):
+        for path in self.folder.glob(f".*{SUFFIX}.*"):  # hlogen.files' temporary names
             _unlink(path)
         for entry in self.entries(jaxlib_version or ""):
             if only_invalid and entry.status == "valid":
