@@ -30,6 +30,8 @@ import hypothesis.strategies as st
 import ml_dtypes
 import numpy as np
 
+from tests.spec_reference import _kind  # one reading of dtype kinds
+
 # Element types of data operands, and of index operands.
 DATA_DTYPES = (np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
                np.uint64, np.float16, np.float32, np.float64, ml_dtypes.bfloat16, np.complex64,
@@ -40,19 +42,6 @@ _SPECIAL_FLOATS = (float("nan"), -float("nan"), float("inf"), -float("inf"), 0.0
 
 
 # -- building blocks ----------------------------------------------------------------------
-
-def _kind(dtype) -> str:
-    """'b', 'i', 'u', 'f' or 'c', ml_dtypes types (bfloat16, float8_*, int4, ...) included."""
-    dtype = np.dtype(dtype)
-    if dtype == np.bool_:
-        return "b"
-    if dtype.kind in "iufc":
-        return dtype.kind
-    try:
-        return "i" if ml_dtypes.iinfo(dtype).min < 0 else "u"
-    except (ValueError, TypeError):
-        return "f"
-
 
 def _scalar_elements(dtype, specials: bool, pool: bool):
     """A strategy of Python values representable in `dtype` (floats may be NaN of either sign,
