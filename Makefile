@@ -27,6 +27,10 @@ demo: $(STAMP)
 		--input 4xs32=7,-7,-2147483648,5 --input 4xs32=2,0,-1,0
 	$(HLOGEN) run samples/elementwise.py --function total_order --backend interpret \
 		--input 4xf32=-0.0,nan,1,-inf --input 4xf32=0.0,inf,nan,-1
+	$(HLOGEN) run samples/indexing.py --function top_3 --backend cpu \
+		--input 2x5xf32=1,9,3,9,0,-1,-2,-3,-4,-5
+	$(HLOGEN) run samples/computations.py --function softmax --check-interpret \
+		--input 2x4xf32=1,2,3,4,0,0,0,10
 
 test: $(STAMP)
 	$(PY) -m pytest tests
