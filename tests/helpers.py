@@ -53,3 +53,13 @@ def assert_close(actual, expected, et, exact=True, context=""):
 def bits_equal(a, b) -> bool:
     a, b = np.asarray(a), np.asarray(b)
     return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+
+
+def same(actual, expected, dtype=None):
+    """Equal bit for bit, with the same shape and dtype (`expected` made of `dtype`, or of
+    actual's dtype)."""
+    actual = np.asarray(actual)
+    expected = np.asarray(expected, dtype=dtype if dtype is not None else actual.dtype)
+    assert actual.shape == expected.shape, (actual.shape, expected.shape)
+    assert actual.dtype == expected.dtype, (actual.dtype, expected.dtype)
+    assert actual.tobytes() == expected.tobytes(), (actual, expected)

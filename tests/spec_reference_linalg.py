@@ -33,6 +33,9 @@ import string
 import ml_dtypes
 import numpy as np
 
+from tests.spec_reference import _kind
+from tests.spec_reference_computations import padding_for
+
 __all__ = [
     "dot_general", "dot", "conv_general_dilated", "conv", "conv_with_general_padding",
     "conv_padding", "conv_dimension_numbers", "fft", "cholesky", "triangular_solve",
@@ -58,21 +61,6 @@ def _dtype(t) -> np.dtype:
     if not isinstance(t, (str, type, np.dtype)) and hasattr(t, "dtype"):  # e.g. hg.f32
         return np.dtype(t.dtype)
     return np.dtype(t)
-
-
-def _kind(dtype) -> str:
-    """'b' bool, 'i' signed, 'u' unsigned, 'f' float, 'c' complex (ml_dtypes types included)."""
-    dtype = np.dtype(dtype)
-    if dtype == np.bool_:
-        return "b"
-    if dtype.kind in "iufc":
-        return dtype.kind
-    try:
-        return "i" if ml_dtypes.iinfo(dtype).min < 0 else "u"
-    except (ValueError, TypeError):
-        pass
-    ml_dtypes.finfo(dtype)  # raises for anything that is not a float type
-    return "f"
 
 
 def _wide(*dtypes) -> np.dtype:
@@ -250,27 +238,9 @@ def conv_padding(padding, input_spatial_dims, kernel_spatial_dims, window_stride
         consistent with tests/spec_reference_computations.padding_for (ReduceWindow).
       * a sequence of (low, high) pairs or an [n, 2] array: taken as is (negative allowed).
     """
-    n = len(_ints(input_spatial_dims))
-    if isinstance(padding, str):
-        kind = padding.upper()
-        if kind == "VALID":
-            return [(0, 0)] * n
-        if kind != "SAME":
-            raise ValueError(f"unknown padding {padding!r}")
-        strides = [1] * n if window_strides is None else _ints(window_strides)
-        ld = [1] * n if lhs_dilation is None else _ints(lhs_dilation)
-        rd = [1] * n if rhs_dilation is None else _ints(rhs_dilation)
-        pads = []
-        for size, k, s, a, b in zip(_ints(input_spatial_dims), _ints(kernel_spatial_dims),
-                                    strides, ld, rd):
-            base, window = _dilated(size, a), _dilated(k, b)
-            out = -(-base // s)
-            total = max((out - 1) * s + window - base, 0)
-            pads.append((total // 2, total - total // 2))
-        return pads
-    if isinstance(padding, np.ndarray):
-        padding = padding.reshape(-1, 2).tolist()
-    return [(int(lo), int(hi)) for lo, hi in padding]
+    # the same rule as ReduceWindow's (lhs dilation as base, rhs dilation as window dilation)
+    return padding_for(padding, input_spatial_dims, kernel_spatial_dims, window_strides,
+                       lhs_dilation, rhs_dilation)
 
 
 def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None, rhs_dilation=None,

@@ -150,11 +150,8 @@ def test_devices_and_help():
         assert hlogen(*command, "--help").exit_code == 0
 
 
-def test_a_native_abort_while_running_is_exit_1_not_a_crash(tmp_path):
-    # A comparator that is not a strict weak order: the interpreter aborts while sorting.
-    # Nothing up front can know that (it depends on the comparator's values).
-    path = tmp_path / "sort.mlir"
-    path.write_text("""func.func @main(%a: tensor<2000xf32>) -> tensor<2000xf32> {
+# A comparator that is not a strict weak order: the interpreter aborts while sorting.
+ALWAYS_TRUE_SORT = """func.func @main(%a: tensor<2000xf32>) -> tensor<2000xf32> {
   %0 = "stablehlo.sort"(%a) ({
     ^bb0(%x: tensor<f32>, %y: tensor<f32>):
       %t = stablehlo.constant dense<true> : tensor<i1>
@@ -162,7 +159,13 @@ def test_a_native_abort_while_running_is_exit_1_not_a_crash(tmp_path):
   }) {dimension = 0 : i64, is_stable = false} : (tensor<2000xf32>) -> tensor<2000xf32>
   return %0 : tensor<2000xf32>
 }
-""")
+"""
+
+
+def test_a_native_abort_while_running_is_exit_1_not_a_crash(tmp_path):
+    # Nothing up front can know that the interpreter aborts (it depends on the values).
+    path = tmp_path / "sort.mlir"
+    path.write_text(ALWAYS_TRUE_SORT)
     np.save(tmp_path / "x.npy", np.random.default_rng(0).random(2000).astype(np.float32))
     result = hlogen("run", str(path), "--backend", "interpret", "--input", f"@{tmp_path / 'x.npy'}",
                     cwd=tmp_path)

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from hlogen.runtime.cache import ExecutableCache
+from tests.test_cli import ALWAYS_TRUE_SORT
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples"
@@ -79,15 +80,7 @@ def test_exit_codes_and_messages_without_tracebacks(args, code, message, env):
 
 def test_a_native_abort_is_exit_1(tmp_path, env):
     path = tmp_path / "sort.mlir"
-    path.write_text("""func.func @main(%a: tensor<2000xf32>) -> tensor<2000xf32> {
-  %0 = "stablehlo.sort"(%a) ({
-    ^bb0(%x: tensor<f32>, %y: tensor<f32>):
-      %t = stablehlo.constant dense<true> : tensor<i1>
-      stablehlo.return %t : tensor<i1>
-  }) {dimension = 0 : i64, is_stable = false} : (tensor<2000xf32>) -> tensor<2000xf32>
-  return %0 : tensor<2000xf32>
-}
-""")
+    path.write_text(ALWAYS_TRUE_SORT)
     np.save(tmp_path / "x.npy", np.random.default_rng(0).random(2000).astype(np.float32))
     result = hlogen("run", str(path), "--input", f"@{tmp_path / 'x.npy'}", "--backend", "interpret",
                     env=env, cwd=tmp_path)

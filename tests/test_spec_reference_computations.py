@@ -12,17 +12,10 @@ import numpy as np
 import pytest
 
 from tests import spec_reference_computations as ref
+from tests.helpers import same
 
 F32_MAX = np.finfo(np.float32).max
 F32_MIN = np.finfo(np.float32).min  # LiteralUtil::MinValue(F32) is -inf; any lower bound works
-
-
-def same(actual, expected, dtype=None):
-    actual = np.asarray(actual)
-    expected = np.asarray(expected, dtype=dtype if dtype is not None else actual.dtype)
-    assert actual.shape == expected.shape, (actual.shape, expected.shape)
-    assert actual.dtype == expected.dtype, (actual.dtype, expected.dtype)
-    assert actual.tobytes() == expected.tobytes(), (actual, expected)
 
 
 def add(a, b):

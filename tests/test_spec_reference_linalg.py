@@ -14,14 +14,7 @@ import numpy as np
 import pytest
 
 from tests import spec_reference_linalg as ref
-
-
-def same(actual, expected, dtype=None):
-    actual = np.asarray(actual)
-    expected = np.asarray(expected, dtype=dtype if dtype is not None else actual.dtype)
-    assert actual.shape == expected.shape, (actual.shape, expected.shape)
-    assert actual.dtype == expected.dtype, (actual.dtype, expected.dtype)
-    assert actual.tobytes() == expected.tobytes(), (actual, expected)
+from tests.helpers import same
 
 
 def close(actual, expected, dtype=None, rtol=1e-6, atol=1e-6):
