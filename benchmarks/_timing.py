@@ -24,3 +24,18 @@ def machine() -> str:
     import numpy
     return (f"Python {platform.python_version()}, jax/jaxlib {jax.__version__}, numpy "
             f"{numpy.__version__}, {platform.machine()}, {time.strftime('%Y-%m-%d')}")
+
+
+def duration(seconds: float) -> str:
+    return f"{seconds * 1e6:.2f} us" if seconds < 1e-3 else f"{seconds * 1e3:.3f} ms"
+
+
+def print_table(title: str, medians: dict, label: str = "caller", per_op: int | None = None):
+    """A section of RESULTS.md: one row per candidate with its median (and its time per op
+    when `per_op` says how many ops one call builds)."""
+    print(f"## {title} ({machine()})\n")
+    print(f"| {label} | median |" + (" per op |" if per_op else ""))
+    print("| --- | --- |" + (" --- |" if per_op else ""))
+    for name, seconds in medians.items():
+        print(f"| {name} | {duration(seconds)} |"
+              + (f" {seconds / per_op * 1e6:.2f} us |" if per_op else ""))

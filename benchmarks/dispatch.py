@@ -17,7 +17,7 @@ import numpy as np  # noqa: E402
 import hlogen as hg  # noqa: E402
 from hlogen import ops  # noqa: E402
 from hlogen.runtime import _jaxlib  # noqa: E402
-from _timing import interleaved_medians, machine  # noqa: E402
+from _timing import interleaved_medians, print_table  # noqa: E402
 
 CALLS = 2000
 
@@ -40,11 +40,7 @@ def main():
         "C++ dispatch alone, jax.jit (jax array out)": lambda: jitted(x, y),
     }, repeats=15, inner=CALLS)
     h, j = medians["hlogen executable"], medians["jax.jit"]
-    print(f"## dispatch: f32[8] + f32[8] from numpy to numpy ({machine()})\n")
-    print("| caller | median per call |")
-    print("| --- | --- |")
-    for name, seconds in medians.items():
-        print(f"| {name} | {seconds * 1e6:.2f} us |")
+    print_table("dispatch: f32[8] + f32[8] from numpy to numpy", medians)
     print(f"\nhlogen / jax.jit: {h / j:.2f}x (target <= 1.0x)")
 
 

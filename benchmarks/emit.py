@@ -19,7 +19,7 @@ from jaxlib.mlir.dialects import func, stablehlo  # noqa: E402
 
 import hlogen as hg  # noqa: E402
 from hlogen import mlir, ops  # noqa: E402
-from _timing import interleaved_medians, machine  # noqa: E402
+from _timing import interleaved_medians, print_table  # noqa: E402
 
 N_OPS = 2000
 SHAPE = (16, 16)
@@ -116,11 +116,7 @@ def main():
     medians = interleaved_medians({"hlogen": hlogen_chain, "raw MLIR bindings": raw_bindings_chain,
                                    "jax.jit(f).lower": jax_lower_chain}, repeats=7)
     h, r, j = medians["hlogen"], medians["raw MLIR bindings"], medians["jax.jit(f).lower"]
-    print(f"## emit: a {N_OPS}-op element-wise chain ({machine()})\n")
-    print("| builder | median | per op |")
-    print("| --- | --- | --- |")
-    for name, seconds in medians.items():
-        print(f"| {name} | {seconds * 1e3:.1f} ms | {seconds / N_OPS * 1e6:.2f} us |")
+    print_table(f"emit: a {N_OPS}-op element-wise chain", medians, "builder", N_OPS)
     print(f"\nhlogen / raw bindings: {h / r:.2f}x (target <= 2x); "
           f"jax lowering / hlogen: {j / h:.1f}x (target >= 5x)")
 
@@ -128,12 +124,9 @@ def main():
     medians = interleaved_medians({"hlogen": hlogen_movement,
                                    "raw MLIR bindings": raw_bindings_movement}, repeats=7)
     h, r = medians["hlogen"], medians["raw MLIR bindings"]
-    print(f"\n## emit: a {N_MOVES}-op data-movement chain: transpose, slice, pad, gather "
-          f"({machine()})\n")
-    print("| builder | median | per op |")
-    print("| --- | --- | --- |")
-    for name, seconds in medians.items():
-        print(f"| {name} | {seconds * 1e3:.1f} ms | {seconds / N_MOVES * 1e6:.2f} us |")
+    print()
+    print_table(f"emit: a {N_MOVES}-op data-movement chain: transpose, slice, pad, gather",
+                medians, "builder", N_MOVES)
     print(f"\nhlogen / raw bindings: {h / r:.2f}x (target <= 2x)")
 
 

@@ -16,7 +16,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 import hlogen as hg  # noqa: E402
-from _timing import interleaved_medians, machine  # noqa: E402
+from _timing import interleaved_medians, print_table  # noqa: E402
 from computations import _softmax  # noqa: E402
 
 SHAPE = (1024, 1024)
@@ -37,11 +37,7 @@ def main():
                                    "jax.jit": lambda: np.asarray(jax_softmax(x))},
                                   repeats=15, inner=20)
     h, j = medians["hlogen executable"], medians["jax.jit"]
-    print(f"## softmax over f32[{SHAPE[0]},{SHAPE[1]}] from numpy to numpy ({machine()})\n")
-    print("| caller | median per call |")
-    print("| --- | --- |")
-    for name, seconds in medians.items():
-        print(f"| {name} | {seconds * 1e3:.3f} ms |")
+    print_table(f"softmax over f32[{SHAPE[0]},{SHAPE[1]}] from numpy to numpy", medians)
     print(f"\nhlogen / jax.jit: {h / j:.3f}x (target <= 1.03x)")
 
 
