@@ -44,24 +44,26 @@ def _tuple_operands(op) -> bool:
     return any(str(v.type).startswith("tuple<") for v in op.operands)
 
 
-_RNG_TYPES = ("f16", "bf16", "f32", "f64", "i32", "ui32", "i64", "ui64")
+def _element_type(value) -> T.ElementType:
+    return mlir.shape_of_type(value.type).element_type
 
 
 def _rng_refusal(op):
-    # XLA CPU aborts on other types (the spec: CPU/GPU support F64, F32, F16, BF16, S64,
-    # U64, S32, U32)
-    element = str(op.results[0].type).rsplit("x", 1)[-1].rstrip(">").replace("tensor<", "")
-    if element not in _RNG_TYPES:
-        return f"XLA CPU generates only {', '.join(_RNG_TYPES)} values, not {element}"
+    # XLA CPU aborts on types it does not generate (ops.random's table says which)
+    from hlogen.ops.random import NORMAL_TYPES, UNIFORM_TYPES
+    et = _element_type(op.results[0])
+    supported = NORMAL_TYPES if "NORMAL" in str(op.attributes["rng_distribution"]) else UNIFORM_TYPES
+    if et.name not in supported:
+        return f"XLA CPU generates only {', '.join(sorted(supported))} values, not {et.name}"
     return None
 
 
 def _bits_refusal(op):
     # XLA CPU treats float or signed random bits as unsigned ones, and the ops that use
     # them too: ops.rng_bit_generator emits unsigned bits and bitcasts them
-    element = str(op.results[1].type).rsplit("x", 1)[-1].rstrip(">").replace("tensor<", "")
-    if not element.startswith("ui"):
-        return (f"XLA CPU miscompiles random bits of type {element}; generate unsigned bits of "
+    et = _element_type(op.results[1])
+    if et.kind != T.UNSIGNED:
+        return (f"XLA CPU miscompiles random bits of type {et.name}; generate unsigned bits of "
                 f"the same width and bitcast them (as ops.rng_bit_generator does)")
     return None
 

@@ -366,7 +366,7 @@ def test_argument_errors(case):
       %s = stablehlo.constant dense<3> : tensor<1xi64>
       %0 = stablehlo.rng %a, %b, %s, distribution = UNIFORM : (tensor<i8>, tensor<i8>, tensor<1xi64>) -> tensor<3xi8>
       return %0 : tensor<3xi8>
-    }""", "generates only .* not i8"),
+    }""", "generates only .* not s8"),
     ("""func.func @main(%s: tensor<2xui64>) -> tensor<4xf32> {
       %0:2 = stablehlo.rng_bit_generator %s, algorithm = THREE_FRY : (tensor<2xui64>) -> (tensor<2xui64>, tensor<4xf32>)
       return %0#1 : tensor<4xf32>
