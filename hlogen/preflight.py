@@ -34,9 +34,9 @@ MAX_REGION_NESTING = 128
 def _fft_interpreter_cannot(op) -> bool:
     # the interpreter reads complex<f32> FFT values with the wrong semantics and aborts,
     # and its IRFFT of an odd length returns wrong values (tests/test_linalg.py)
-    if any("f32" in str(v.type) for v in list(op.operands) + list(op.results)):
+    if any(_element_type(v).name in ("f32", "c64") for v in list(op.operands) + list(op.results)):
         return True
-    lengths = [int(n) for n in re.findall(r"-?\d+", str(op.attributes["fft_length"]))]
+    lengths = list(ir.DenseI64ArrayAttr(op.attributes["fft_length"]))
     return "IRFFT" in str(op.attributes["fft_type"]) and bool(lengths) and lengths[-1] % 2 == 1
 
 
