@@ -391,8 +391,8 @@ def apply(rb: RegionBuilder, op_name: str, what: str, computation, args) -> list
     return _results(rb, op_name, what, _invoke(rb, op_name, what, computation, list(args)))
 
 
-def build_computation(op_name: str, what: str, fn, parameter_shapes) -> "Computation":
-    """A Computation of the callable `fn` on parameters of `parameter_shapes`, for ops that
+def build_computation(op_name: str, what: str, fn, parameter_shapes):
+    """The Computation of the callable `fn` on parameters of `parameter_shapes`, for ops that
     call a computation as a function (Call, CompositeCall); errors as in `trace`."""
     b = Builder(re.sub(r"\W", "", getattr(fn, "__name__", "")) or what)
     params = [b.parameter(s) for s in parameter_shapes]

@@ -2,7 +2,6 @@
 included; `...` in an expected line stands for any text, a line of `...` for any lines."""
 from __future__ import annotations
 
-import os
 import pathlib
 import re
 import shlex

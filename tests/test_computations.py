@@ -7,8 +7,8 @@ import pytest
 
 import hlogen as hg
 from hlogen import ops
-from tests.helpers import BACKENDS, run
-from tests.test_indexing import build, on
+from tests.helpers import BACKENDS
+from tests.test_indexing import on
 
 M = np.array([[1, 2, 3], [4, 5, 6]], np.float32)           # the spec's 2-D reduce example
 CUBE = np.tile(np.arange(1, 7, dtype=np.float32).reshape(1, 2, 3), (4, 1, 1))  # its 3-D one

@@ -208,7 +208,6 @@ def test_scatter_skips_windows_that_do_not_fit(index_type, backend):
 def test_scatter_two_operands_of_different_types(backend):
     """N = 2: the update computation gets (current0, current1, update0, update1)."""
     values = np.array([1.0, 5.0, 2.0, 0.5], np.float32)
-    where = np.array([7, 7, 7, 7], np.int32)
     indices = np.array([[0], [2], [0], [3]], np.int32)
     kwargs = dict(update_window_dims=[], inserted_window_dims=[0],
                   scatter_dims_to_operand_dims=[0], index_vector_dim=1)

@@ -8,8 +8,8 @@ import pytest
 import hlogen as hg
 from hlogen import ops
 from tests import spec_reference as ref
-from tests.helpers import BACKENDS, run
-from tests.test_indexing import build, on
+from tests.helpers import BACKENDS
+from tests.test_indexing import on
 
 FLOATS = np.array([3.0, -0.0, np.nan, 1.0, -np.inf, 0.0, -np.nan, np.inf, 1.0, -2.5], np.float32)
 
