@@ -27,7 +27,8 @@ _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
 def context() -> ir.Context:
-    """The process-wide MLIR context with the StableHLO, CHLO and func dialects."""
+    """The process-wide MLIR context with the StableHLO, CHLO and func dialects (and the
+    reference interpreter's, whose run_parallel runs replicas)."""
     global _context
     if _context is None:
         with _lock:
@@ -41,6 +42,7 @@ def context() -> ir.Context:
                 ctx.load_all_available_dialects()
                 stablehlo.register_dialect(ctx)
                 chlo.register_dialect(ctx)
+                _stablehlo.register_interpreter_dialect(ctx)
                 _stablehlo.register_stablehlo_passes()
                 _context = ctx
     return _context

@@ -23,7 +23,7 @@ from jaxlib.mlir import ir
 
 from hlogen import mlir
 from hlogen import types as T
-from hlogen.errors import HlogenError, InputError, UnsupportedError
+from hlogen.errors import HlogenError, InputError, ShapeError, UnsupportedError
 
 # MLIR's parser crashes near 3,000 nested regions and 20,000 nested types; XLA and the
 # interpreter recurse on regions too. No real program comes near these bounds.
@@ -68,12 +68,15 @@ def _bits_refusal(op):
     return None
 
 
+def _variadic_with_channel(op):
+    return len(op.operands) > 1 and "channel_handle" in op.attributes
+
+
 def _custom_call_refusal(op):
     from hlogen.custom_calls import pjrt_refusal
     return pjrt_refusal(op)
 
 
-_NOT_BY_ITSELF = "the interpreter runs it only in its parallel runner (replicas), which hlogen does not use"
 _DECOMPOSABLE = "the interpreter has no usable implementation of it (it aborts, or does not finish)"
 
 # backend -> {op name: (why, when)}: the ops a backend cannot run. `when` is None
@@ -89,10 +92,6 @@ UNSUPPORTED = {
             "stablehlo.torch_index_select", "stablehlo.triangular_solve",
             "stablehlo.unary_einsum", "stablehlo.custom_call", "stablehlo.infeed",
             "stablehlo.outfeed", "stablehlo.send", "stablehlo.recv")},
-        **{name: (_NOT_BY_ITSELF, None) for name in (
-            "stablehlo.all_gather", "stablehlo.all_reduce", "stablehlo.all_to_all",
-            "stablehlo.collective_broadcast", "stablehlo.collective_permute",
-            "stablehlo.partition_id", "stablehlo.reduce_scatter", "stablehlo.replica_id")},
         "stablehlo.fft": ("the interpreter aborts on complex<f32> (c64) FFTs and computes "
                           "IRFFTs of odd length wrongly; other c128 FFTs work",
                           _fft_interpreter_cannot),
@@ -100,6 +99,12 @@ UNSUPPORTED = {
         "stablehlo.set_dimension_size": (_DECOMPOSABLE, None),
     },
     "pjrt": {
+        "stablehlo.all_reduce": (
+            "XLA CPU fails to compile an all-reduce of several operands that has a channel id "
+            "(\"LogicalBuffer ... does not have a layout\"); replicas of one module need no "
+            "channel id, or reduce the elements one by one", _variadic_with_channel),
+        "stablehlo.infeed": ("jaxlib's PJRT client has no way to fill a device's infeed queue, "
+                             "so the run would wait forever", None),
         "stablehlo.set_dimension_size": (
             "XLA returns the padding of a dynamic dimension as data and GetDimensionSize of it "
             "as the bound, so its results would be wrong", None),
@@ -112,7 +117,10 @@ _INTERPRETER_DIALECTS = ("stablehlo.", "func.")
 
 
 def check_text(data: bytes, where: str) -> None:
-    """Refuses MLIR text whose brackets nest deeper than MAX_TEXT_NESTING."""
+    """Refuses MLIR text whose brackets nest deeper than MAX_TEXT_NESTING, and text that
+    StableHLO's verifier dies on (SIGFPE): an all_to_all with zero replica groups."""
+    if b"all_to_all" in data:
+        _check_all_to_all_groups(data.decode("utf-8", errors="replace"), where)
     opening = sum(data.count(c) for c in (b"{", b"(", b"<", b"["))
     if opening <= MAX_TEXT_NESTING:
         return  # cannot nest deeper than it has brackets
@@ -130,6 +138,20 @@ def check_text(data: bytes, where: str) -> None:
                                  f"(MLIR's parser would overflow its stack)")
         elif token in "})>]":
             depth = max(depth - 1, 0)
+
+
+_NO_GROUPS = re.compile(r"replica_groups\s*=\s*dense<[^>]*>\s*:\s*tensor<0x")
+
+
+def _check_all_to_all_groups(text: str, where: str) -> None:
+    for m in re.finditer(r"all_to_all", text):
+        arrow = text.find("->", m.end())  # the op's type, after its attributes
+        if _NO_GROUPS.search(text, m.end(), arrow if arrow >= 0 else len(text)):
+            line = text.count("\n", 0, m.start()) + 1
+            col = m.start() - (text.rfind("\n", 0, m.start()) + 1) + 1
+            raise InputError(f"{where}:{line}:{col}: all_to_all has no replica groups "
+                             f"(tensor<0x...>), which StableHLO's verifier divides by; name "
+                             f"the groups, e.g. dense<[[0, 1, ..., N-1]]>")
 
 
 # strings and arrows are skipped; every other bracket counts
@@ -199,6 +221,18 @@ def _check_type(t, op, where, seen) -> None:
     except HlogenError as e:
         raise InputError(f"{located(op, where)}: {op.name}: {e}") from None
     seen[text] = True
+
+
+def check_replicas(module: ir.Module, num_replicas: int, where: str) -> None:
+    """Refuses collectives whose replica groups, permute pairs or shard counts do not fit
+    `num_replicas` replicas (rules: hlogen.ops.collectives.check_replicas)."""
+    from hlogen.ops import collectives
+    for op in mlir.walk(module):
+        if op.name in collectives.OPS:
+            why = collectives.check_replicas(op, num_replicas)
+            if why:
+                raise ShapeError(f"{located(op, where)}: {why} (compiled for {num_replicas} "
+                                 f"replica(s))")
 
 
 def check_backend(module: ir.Module, backend: str, where: str) -> None:

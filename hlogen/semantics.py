@@ -9,7 +9,10 @@ modules get the same semantics from the same code:
   INT_MIN%-1 = 0 (the interpreter and XLA's constant folder die with SIGFPE otherwise);
 - TotalOrder comparisons of floats, compared as integers like XLA's comparison
   expander (the interpreter ignores compare_type TOTALORDER);
-- ReducePrecision keeps NaN (with mantissa_bits=0 the interpreter returns Inf).
+- ReducePrecision keeps NaN (with mantissa_bits=0 the interpreter returns Inf);
+- empty replica groups mean every replica, one group (`explicit_replica_groups`: XLA
+  CPU dies with SIGFPE on an AllToAll without groups, the interpreter aborts on any
+  collective without them).
 """
 from __future__ import annotations
 
@@ -262,3 +265,17 @@ def _nan_is_kept(op) -> bool:
                 not str(test.attributes["comparison_direction"]).endswith(" NE>"):
             return False
     return bool(uses)
+
+
+def explicit_replica_groups(module: ir.Module, num_replicas: int) -> None:
+    """Empty replica_groups of collectives become [[0, 1, ..., num_replicas - 1]]."""
+    every = None
+    for op in mlir.walk(module):
+        if "replica_groups" in op.attributes:
+            groups = ir.DenseIntElementsAttr(op.attributes["replica_groups"])
+            if groups.type.shape[0] == 0:
+                if every is None:
+                    every = ir.DenseIntElementsAttr.get(
+                        np.arange(num_replicas, dtype=np.int64).reshape(1, num_replicas),
+                        context=mlir.context())
+                op.attributes["replica_groups"] = every

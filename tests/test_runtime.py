@@ -128,8 +128,8 @@ def test_tuple_parameters_and_nested_results(backend):
 
 def test_unsupported_requests_say_so():
     comp = _axpy()
-    with pytest.raises(hg.UnsupportedError, match="num_replicas=2"):
-        hg.compile(comp, num_replicas=2)
+    with pytest.raises(hg.UnsupportedError, match="num_partitions=2: hlogen runs replicas"):
+        hg.compile(comp, num_partitions=2)
     with pytest.raises(hg.HlogenError, match="backend must be one of cpu, gpu, interpret"):
         hg.compile(comp, backend="tpu")
     import jax

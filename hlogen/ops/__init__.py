@@ -1,5 +1,8 @@
 """The op library, named in snake_case after the spec (see API.md for the index)."""
 from hlogen.ops.batch_norm import batch_norm_grad, batch_norm_inference, batch_norm_training
+from hlogen.ops.collectives import (ChannelHandle, all_gather, all_reduce, all_to_all,
+                                    collective_permute, cross_replica_sum, infeed, recv,
+                                    reduce_scatter, replica_id, send)
 from hlogen.ops.computations import map, reduce, reduce_window, select_and_scatter
 from hlogen.ops.control import (after_all, call, composite_call, conditional, create_token,
                                 optimization_barrier, while_loop)
@@ -29,4 +32,6 @@ __all__ = sorted(_elementwise + [
     "optimization_barrier", "while_loop", "rng_bit_generator", "rng_normal", "rng_uniform",
     "batch_norm_grad", "batch_norm_inference", "batch_norm_training", "conv",
     "conv_general_dilated", "conv_with_general_padding", "fft", "cholesky", "dot", "dot_general",
-    "triangular_solve", "custom_call"])
+    "triangular_solve", "custom_call", "all_gather", "all_reduce", "all_to_all",
+    "collective_permute", "cross_replica_sum", "infeed", "recv", "reduce_scatter", "replica_id",
+    "send"])

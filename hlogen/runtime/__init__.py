@@ -11,21 +11,28 @@ def compile(computation, backend=None, num_replicas=1, num_partitions=1):
     default device), or the reference interpreter with backend="interpret".
 
     The executable takes numpy arrays (one per parameter) and returns numpy arrays
-    (a tuple for several results). Executables are cached by module and backend.
+    (a tuple for several results). Executables are cached by module, backend and
+    replica devices.
+
+    `num_replicas=N` runs N replicas, one per device (on the CPU, hlogen starts the
+    backend with enough devices: see pjrt.client); run them with
+    `.run_replicated([[args of replica 0], [args of replica 1], ...])`.
     """
     from hlogen.computation import Computation
     if not isinstance(computation, Computation):
         raise HlogenError(f"compile takes a Computation, got {type(computation).__name__}")
     if backend is not None and backend not in BACKENDS:
         raise HlogenError(f"backend must be one of {', '.join(BACKENDS)} or None, got {backend!r}")
-    if (num_replicas, num_partitions) != (1, 1):
-        raise UnsupportedError(f"num_replicas={num_replicas}, num_partitions={num_partitions}: "
-                               f"hlogen runs one replica and one partition so far")
+    if type(num_replicas) is not int or num_replicas < 1:
+        raise HlogenError(f"num_replicas must be a positive int, got {num_replicas!r}")
+    if num_partitions != 1:
+        raise UnsupportedError(f"num_partitions={num_partitions}: hlogen runs replicas, "
+                               f"one partition each (SPMD partitioning is not supported)")
     if backend == "interpret":
         from hlogen.runtime.interpreter import Interpreted
-        return Interpreted(computation)
+        return Interpreted(computation, num_replicas)
     from hlogen.runtime import pjrt
-    return pjrt.compile(computation, backend)
+    return pjrt.compile(computation, backend, num_replicas=num_replicas)
 
 
 def interpret(computation, *arrays):

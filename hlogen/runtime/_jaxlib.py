@@ -7,7 +7,9 @@ What is used, and why:
   given our own executable, so that calling a compiled computation from numpy
   costs what `jax.jit` costs (see benchmarks/dispatch.py);
 - the x64 flag, switched on for the duration of each call (thread-locally) so
-  that 64-bit arguments are neither canonicalized to 32 bits nor refused.
+  that 64-bit arguments are neither canonicalized to 32 bits nor refused;
+- `xla_bridge` and the `jax_num_cpu_devices` option: how many CPU devices the CPU
+  backend starts with (replicas), which only counts before any backend starts.
 """
 from __future__ import annotations
 
@@ -16,31 +18,70 @@ import jaxlib._jax as _jax
 from jax._src import config as _config
 from jax._src import core as _core
 from jax._src import tree_util as _tree_util
+from jax._src import xla_bridge as _xla_bridge
 from jax._src.interpreters import pxla as _pxla
 from jax._src.lib import xla_client
 from jax.extend.backend import get_backend
-from jax.sharding import SingleDeviceSharding
+from jax.sharding import Mesh, NamedSharding, PartitionSpec, SingleDeviceSharding
 
 JaxRuntimeError = jax.errors.JaxRuntimeError
 # swap_x64(True) -> previous value: x64 on or off for the calling thread only.
 swap_x64 = _config.enable_x64.swap_local
 
 
-def backend(platform: str | None):
-    """The PJRT client for `platform` ("cpu", "gpu"/"cuda", or None for jax's default)."""
+def backend(platform: str | None, cpu_devices: int | None = None):
+    """The PJRT client for `platform` ("cpu", "gpu"/"cuda", or None for jax's default).
+
+    `cpu_devices`: how many devices the CPU backend starts with, when no backend has
+    started yet and the user has not chosen (jax's option or XLA_FLAGS' device count).
+    """
+    if cpu_devices is not None and not backends_started() and cpu_device_count_chosen() is None:
+        jax.config.update("jax_num_cpu_devices", cpu_devices)
     return get_backend(platform)
 
 
-def compile(client, code: bytes, device):
-    """A LoadedExecutable of StableHLO `code` (text or bytecode) on one device."""
-    return client.compile_and_load(code, xla_client.DeviceList((device,)),
-                                   xla_client.CompileOptions())
+def backends_started() -> bool:
+    return _xla_bridge.backends_are_initialized()
 
 
-def compile_options_key() -> str:
-    """What the compile options are, for the key of the persistent cache."""
+def cpu_device_count_chosen() -> str | None:
+    """Where the user set the number of CPU devices, or None."""
+    if _xla_bridge.num_cpu_devices.value >= 0:
+        return "jax's jax_num_cpu_devices option"
+    import os
+    if "xla_force_host_platform_device_count" in os.environ.get("XLA_FLAGS", ""):
+        return "XLA_FLAGS (--xla_force_host_platform_device_count)"
+    return None
+
+
+def join_distributed(coordinator: str, num_processes: int, process_id: int,
+                     timeout_seconds: int) -> None:
+    """jax's distributed runtime, with gloo for the CPU's collectives between processes."""
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    jax.distributed.initialize(coordinator_address=coordinator, num_processes=num_processes,
+                               process_id=process_id, initialization_timeout=timeout_seconds)
+
+
+def _options(devices) -> "xla_client.CompileOptions":
     options = xla_client.CompileOptions()
-    return f"replicas={options.num_replicas},partitions={options.num_partitions}"
+    if len(devices) > 1:  # one replica per device, in the order given
+        import numpy as np
+        options.num_replicas = len(devices)
+        options.device_assignment = xla_client.DeviceAssignment.create(
+            np.array([[d.id] for d in devices]))
+    return options
+
+
+def compile(client, code: bytes, devices: list):
+    """A LoadedExecutable of StableHLO `code` (text or bytecode): one replica per device."""
+    return client.compile_and_load(code, xla_client.DeviceList(tuple(devices)), _options(devices))
+
+
+def compile_options_key(devices: list) -> str:
+    """What the compile options are, for the key of the persistent cache."""
+    options = _options(devices)
+    return (f"replicas={options.num_replicas},partitions={options.num_partitions},"
+            f"devices={[d.id for d in devices] if len(devices) > 1 else ''}")
 
 
 def jaxlib_version() -> str:
@@ -53,11 +94,11 @@ def serialize(loaded) -> bytes:
     return loaded.client.serialize_executable(loaded)
 
 
-def deserialize(client, data: bytes, device):
+def deserialize(client, data: bytes, devices: list):
     """A LoadedExecutable from `serialize`'s bytes. Only for bytes this process can trust:
     XLA's loader is not hardened against corrupt input (the cache checks a digest first)."""
-    return client.deserialize_executable(data, xla_client.DeviceList((device,)),
-                                         xla_client.CompileOptions())
+    return client.deserialize_executable(data, xla_client.DeviceList(tuple(devices)),
+                                         _options(devices))
 
 
 def optimized_hlo(loaded) -> str:
@@ -78,6 +119,32 @@ class Placement:
 
     def put(self, array):
         return _jax.batched_device_put(self.aval, self.sharding, [array], self.devices)
+
+
+class ReplicatedPlacement:
+    """How arrays of one shape go to the devices of several replicas, one array each.
+
+    execute_sharded takes one jax Array per parameter holding a shard per device;
+    each replica's shard is the whole parameter, so the joined array is declared
+    replicated (PartitionSpec()) although its shards differ: it exists only to be
+    passed to the executable, never read as one array. (batched_device_put would
+    copy the first array to every device of a replicated sharding.)
+    """
+
+    def __init__(self, shape_dims, dtype, devices: list, local_devices: list):
+        self.shape = tuple(shape_dims)
+        self.sharding = NamedSharding(Mesh(devices, ("replica",)), PartitionSpec())
+        self._local = [Placement(shape_dims, dtype, d) for d in local_devices]
+
+    def put(self, arrays: list):
+        """One array per local replica, in replica order."""
+        shards = [p.put(a) for p, a in zip(self._local, arrays)]
+        return jax.make_array_from_single_device_arrays(self.shape, self.sharding, shards)
+
+
+def execute_replicated(loaded, device_arrays: list) -> list:
+    """Runs `loaded` on every local replica; per result, one jax array per local replica."""
+    return loaded.execute_sharded(device_arrays).disassemble_into_single_device_arrays()
 
 
 def execute(loaded, device_arrays: list, n_results: int) -> list:

@@ -1,8 +1,9 @@
 """The persistent executable cache of the command line (`hlogen run`, `hlogen compile`).
 
 An entry is XLA's serialized executable (`Client.serialize_executable`), keyed by a
-digest of the module PJRT compiles (after hlogen's pipeline, without locations), the
-compile options, the jaxlib version, the backend and the device kind. jax's own
+digest of the user's module (before hlogen's pipeline, without locations: a hit skips
+the pipeline), a digest of hlogen's own code (which makes the pipeline), the compile
+options (replica count and devices), the jaxlib version, the backend and the device kind. jax's own
 persistent compilation cache serves `jax.jit`'s lowering path; hlogen compiles
 StableHLO with the client directly, so it stores what that client serializes.
 
@@ -16,6 +17,7 @@ written whole by this jaxlib.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import os
@@ -53,7 +55,8 @@ class ExecutableCache:
     @staticmethod
     def key(module_digest: str, options: str, jaxlib_version: str, backend: str,
             device_kind: str) -> str:
-        text = json.dumps([module_digest, options, jaxlib_version, backend, device_kind])
+        text = json.dumps([module_digest, code_digest(), options, jaxlib_version, backend,
+                           device_kind])
         return hashlib.sha256(text.encode()).hexdigest()
 
     def _path(self, key: str) -> pathlib.Path:
@@ -112,6 +115,17 @@ class ExecutableCache:
                 continue
             removed += _unlink(entry.path)
         return removed
+
+
+@functools.lru_cache(maxsize=None)
+def code_digest() -> str:
+    """A digest of hlogen's Python sources: what turns a user's module into the one
+    XLA compiles. Another hlogen (or an edited one) never reads this one's entries."""
+    digest = hashlib.sha256()
+    root = pathlib.Path(__file__).resolve().parent.parent
+    for path in sorted(root.rglob("*.py")):
+        digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
 
 
 def _unlink(path: pathlib.Path) -> int:

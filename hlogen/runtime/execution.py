@@ -17,6 +17,7 @@ from hlogen import decompositions, mlir, passes, preflight, semantics
 from hlogen import types as T
 from hlogen.builder import Builder, Op
 from hlogen.computation import Computation
+from hlogen.ops._common import int_attr
 from hlogen.runtime.arrays import leaf_shapes
 
 # Result element types the interpreter's attributes convert to numpy as they are.
@@ -53,14 +54,20 @@ class Prepared:
         return flat
 
 
-def prepare(computation: Computation, for_interpreter: bool) -> Prepared:
-    """The module a backend runs: checked (hlogen.preflight), legalized, with XLA's
-    semantics where StableHLO leaves results open (hlogen.semantics), then checked
-    for the ops the backend can run."""
+def prepare(computation: Computation, for_interpreter: bool, num_replicas: int = 1) -> Prepared:
+    """The module a backend runs: checked (hlogen.preflight, including its collectives
+    against `num_replicas`), legalized, with XLA's semantics where StableHLO leaves
+    results open (hlogen.semantics), then checked for the ops the backend can run."""
     where = computation.source or computation.name
     preflight.check_module(computation.module, where)
+    preflight.check_replicas(computation.module, num_replicas, where)
     legal = passes.run(computation, "legalize")
+    with mlir.context():  # what XLA reads the replica count from, besides its options
+        attributes = legal.module.operation.attributes
+        attributes["mhlo.num_replicas"] = int_attr(num_replicas, 32)
+        attributes["mhlo.num_partitions"] = int_attr(1, 32)
     semantics.rewrite_module(legal.module)
+    semantics.explicit_replica_groups(legal.module, num_replicas)
     if for_interpreter:  # ops it has no implementation of, by their formulas
         decompositions.decompose_for_interpreter(legal.module)
     leaves_out = leaf_shapes(computation.result_shapes)

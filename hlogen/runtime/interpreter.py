@@ -2,22 +2,36 @@
 
 The interpreter is slow (about a microsecond per element operation) but exact:
 it is the independent oracle PJRT results are compared with.
+
+Collectives run only in the interpreter's parallel runner: a module that has them,
+or runs several replicas, is wrapped in a `main` that takes every replica's
+arguments and calls the user's function once per replica through
+`interpreter.run_parallel`. The runner meets the processes of a collective by
+channel id, and two collectives of one channel in a row can mix their data (a fast
+process enters the second before a slow one has left the first): so hlogen runs the
+replicas as partitions of one replica, where every collective can have a channel id
+of its own (`_as_partitions`; results are the same by the spec's process groups).
 """
 from __future__ import annotations
 
 import collections
+import os
 
 import numpy as np
+from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import stablehlo
 from jaxlib.mlir._mlir_libs import _stablehlo
 
 from hlogen import mlir
 from hlogen.computation import Computation
-from hlogen.errors import ExecutionError
+from hlogen.errors import ExecutionError, HlogenError, InputError, UnsupportedError
+from hlogen.ops import collectives
 from hlogen.runtime.arrays import check_signature, flatten_arguments, leaf_shapes, structure_results
 from hlogen.runtime.execution import Prepared, prepare
 
 _prepared: collections.OrderedDict = collections.OrderedDict()
 _PREPARED_KEPT = 64
+_REPLICA = "hlogen_replica"  # the user's main, renamed, in a parallel module
 
 
 class Interpreted:
@@ -25,35 +39,132 @@ class Interpreted:
 
     backend = "interpret"
 
-    def __init__(self, computation: Computation):
+    def __init__(self, computation: Computation, num_replicas: int = 1):
         check_signature(computation)
         self.computation = computation
-        self._prepared = _prepare_cached(computation)
+        self.num_replicas = num_replicas
+        self.local_replicas = list(range(num_replicas))
+        self._prepared, self._module = _prepare_cached(computation, num_replicas)
         self._params = leaf_shapes(computation.parameter_shapes)
 
     def __repr__(self) -> str:
-        return f"<Executable {self.computation.signature()} on interpret>"
+        replicas = f" x {self.num_replicas} replicas" if self.num_replicas > 1 else ""
+        return f"<Executable {self.computation.signature()} on interpret{replicas}>"
 
     def __call__(self, *args):
-        arrays = flatten_arguments(self.computation, args)
-        attrs = [mlir.dense_attr(a, s) for a, s in zip(arrays, self._params)]
+        if self.num_replicas > 1:
+            raise HlogenError(f"{self.computation.name} was compiled for {self.num_replicas} "
+                              f"replicas: call .run_replicated(per_replica_args), with one list "
+                              f"of arguments per replica")
+        return self.run_replicated([args])[0]
+
+    def run_replicated(self, per_replica_args) -> list:
+        """One result per replica; `per_replica_args` holds one list of arguments per replica."""
+        if not isinstance(per_replica_args, (list, tuple)) or len(per_replica_args) != \
+                self.num_replicas or not all(isinstance(a, (list, tuple)) for a in per_replica_args):
+            raise InputError(f"{self.computation.name} runs {self.num_replicas} replica(s): pass "
+                             f"a list with one list of arguments per replica")
+        attrs = [mlir.dense_attr(a, s)
+                 for args in per_replica_args
+                 for a, s in zip(flatten_arguments(self.computation, args), self._params)]
         with mlir.collected_diagnostics() as messages:
             try:
-                raw = _stablehlo.eval_module(self._prepared.computation.module, attrs)
+                raw = _stablehlo.eval_module(self._module, attrs)
             except Exception as e:
                 detail = "\n".join(messages) or str(e)
                 raise ExecutionError(f"{self.computation.name}: the reference interpreter "
                                      f"failed:\n{detail}") from None
-        return structure_results(self.computation.result_shapes,
-                                 self._prepared.read_results([np.array(r) for r in raw]))
+        arrays = [np.array(r) for r in raw]
+        per = len(arrays) // self.num_replicas
+        return [structure_results(self.computation.result_shapes,
+                                  self._prepared.read_results(arrays[r * per:(r + 1) * per]))
+                for r in range(self.num_replicas)]
 
 
-def _prepare_cached(computation: Computation) -> Prepared:
-    key = computation.fingerprint
+def _prepare_cached(computation: Computation, num_replicas: int) -> tuple[Prepared, ir.Module]:
+    key = (computation.fingerprint, num_replicas)
     found = _prepared.get(key)
     if found is None:
-        found = prepare(computation, for_interpreter=True)  # refuses what would abort it
-        _prepared[key] = found
+        # refuses what would abort it
+        prepared = prepare(computation, for_interpreter=True, num_replicas=num_replicas)
+        module = prepared.computation.module
+        if num_replicas > 1 or any(op.name in collectives.OPS for op in mlir.walk(module)):
+            _check_threads(computation, num_replicas)
+            module = _parallel(_as_partitions(module), num_replicas)
+        found = _prepared[key] = (prepared, module)
         while len(_prepared) > _PREPARED_KEPT:
             _prepared.popitem(last=False)
     return found
+
+
+def _threads() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def _check_threads(computation: Computation, num_replicas: int) -> None:
+    # run_parallel runs each replica on a thread of a pool with one thread per core;
+    # replicas beyond that wait for the others forever ("rendezvous timed out" aborts).
+    threads = _threads()
+    if num_replicas > threads:
+        raise UnsupportedError(
+            f"{computation.name}: the reference interpreter runs replicas on one thread per "
+            f"core ({threads} here) and deadlocks (aborting the process) with more: "
+            f"num_replicas={num_replicas} needs {num_replicas} cores")
+
+
+# Ops that name replicas by global device id with a channel and use_global_device_ids
+# (flattened_ids mode), and ops whose channel makes their pairs or groups partition ids
+# (cross_partition mode): with one replica, both are the replica ids of the user's module.
+_FLATTENED_IDS = ("stablehlo.all_reduce", "stablehlo.all_gather", "stablehlo.reduce_scatter")
+_CROSS_PARTITION = ("stablehlo.all_to_all", "stablehlo.collective_permute",
+                    "stablehlo.collective_broadcast")
+
+
+def _as_partitions(module: ir.Module) -> ir.Module:
+    """A copy of `module` whose replicas are partitions: every collective gets a channel id
+    of its own; replica_id becomes partition_id."""
+    with mlir.context():
+        copy = ir.Module.parse(module.operation.get_asm(enable_debug_info=True))
+        channel = 0
+        for op in mlir.walk(copy):
+            if op.name in _FLATTENED_IDS or op.name in _CROSS_PARTITION:
+                channel += 1
+                op.attributes["channel_handle"] = stablehlo.ChannelHandle.get(channel, 1)
+                if op.name in _FLATTENED_IDS:
+                    op.attributes["use_global_device_ids"] = ir.UnitAttr.get()
+            elif op.name == "stablehlo.replica_id":
+                partition = ir.Operation.create("stablehlo.partition_id",
+                                                results=[op.results[0].type], loc=op.location,
+                                                ip=ir.InsertionPoint(op))
+                op.results[0].replace_all_uses_with(partition.results[0])
+                op.erase()
+    return copy
+
+
+def _parallel(module: ir.Module, num_replicas: int) -> ir.Module:
+    """A copy of `module` whose main runs the original main on every replica."""
+    with mlir.context():
+        parallel = ir.Module.parse(module.operation.get_asm(enable_debug_info=True))
+        main = next(op for op in parallel.body.operations
+                    if ir.StringAttr(op.attributes["sym_name"]).value == "main")
+        main.attributes["sym_name"] = ir.StringAttr.get(_REPLICA)
+        ftype = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
+        ins = [str(t) for t in ftype.inputs] * num_replicas
+        outs = [str(t) for t in ftype.results] * num_replicas
+        args = ", ".join(f"%a{i}" for i in range(len(ins)))
+        results = ", ".join(f"%r#{i}" for i in range(len(outs)))
+        programs = ", ".join([f"@{_REPLICA}"] * num_replicas)  # one replica: partitions
+        text = (f"func.func @main({', '.join(f'%a{i}: {t}' for i, t in enumerate(ins))}) -> "
+                f"({', '.join(outs)}) {{\n"
+                f"  %r:{len(outs)} = \"interpreter.run_parallel\"({args}) "
+                f"{{programs = [[{programs}]]}} : ({', '.join(ins)}) -> ({', '.join(outs)})\n"
+                f"  return {results} : {', '.join(outs)}\n}}")
+        # run_parallel's programs must resolve where it is parsed: a declaration stands in
+        declaration = (f"func.func private @{_REPLICA}({', '.join(map(str, ftype.inputs))}) -> "
+                       f"({', '.join(map(str, ftype.results))})\n")
+        wrapper = ir.Module.parse(declaration + text)
+        parallel.body.append(list(wrapper.body.operations)[1])
+    return parallel

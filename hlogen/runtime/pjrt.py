@@ -8,13 +8,15 @@ execute), later ones through jax's C++ dispatch path (see _jaxlib.fast_path).
 from __future__ import annotations
 
 import collections
+import os
 import threading
 import time
 
 import numpy as np
 
+from hlogen import types as T
 from hlogen.computation import Computation
-from hlogen.errors import ExecutionError, UnsupportedError
+from hlogen.errors import ExecutionError, HlogenError, InputError, UnsupportedError
 from hlogen.runtime import _jaxlib
 from hlogen.runtime.arrays import (check_signature, flatten_arguments, leaf_shapes,
                                    native, structure_results)
@@ -26,28 +28,71 @@ _cache_lock = threading.Lock()
 _swap_x64 = _jaxlib.swap_x64
 
 
-def client(backend: str | None):
-    """The PJRT client of `backend` ("cpu", "gpu" or None for the default)."""
+# How many CPU devices hlogen starts the CPU backend with, unless the user chose
+# (jax's jax_num_cpu_devices or XLA_FLAGS): enough for replicated programs to run
+# on one machine; starting 8 costs what starting 1 does. HLOGEN_CPU_DEVICES overrides.
+CPU_DEVICES = 8
+
+
+def cpu_devices_wanted(num_replicas: int = 1) -> int:
+    return max(int(os.environ.get("HLOGEN_CPU_DEVICES") or CPU_DEVICES), num_replicas)
+
+
+def client(backend: str | None, num_replicas: int = 1):
+    """The PJRT client of `backend` ("cpu", "gpu" or None for the default).
+
+    The one place where a backend starts: before the first one does, the CPU backend
+    is given cpu_devices_wanted(num_replicas) devices.
+    """
     try:
-        return _jaxlib.backend(backend)
+        return _jaxlib.backend(backend, cpu_devices_wanted(num_replicas))
     except RuntimeError as e:
         raise UnsupportedError(f"backend {backend!r} is not available here: {e}") from None
 
 
+def replica_devices(pjrt, num_replicas: int) -> list:
+    """The device of each replica: the first local devices of each process in turn,
+    the same number per process (so that replicas span every process)."""
+    by_process: dict = {}
+    for d in sorted(pjrt.devices(), key=lambda d: (d.process_index, d.id)):
+        by_process.setdefault(d.process_index, []).append(d)
+    processes = len(by_process)
+    if num_replicas % processes:
+        raise HlogenError(f"num_replicas={num_replicas} must be a multiple of the number of "
+                          f"processes ({processes}): each process runs as many replicas")
+    per_process = num_replicas // processes
+    have = min(len(ds) for ds in by_process.values())
+    if per_process > have:
+        raise HlogenError(_too_few_devices(pjrt, num_replicas, have * processes))
+    return [d for p in sorted(by_process) for d in by_process[p][:per_process]]
+
+
+def _too_few_devices(pjrt, num_replicas: int, have: int) -> str:
+    message = (f"num_replicas={num_replicas} needs {num_replicas} {pjrt.platform} devices; "
+               f"{have} are available (replica count above the devices available)")
+    if pjrt.platform == "cpu":
+        chosen = _jaxlib.cpu_device_count_chosen()
+        message += (f": the CPU backend had already started with {have} device(s), set by "
+                    f"{chosen or 'hlogen (HLOGEN_CPU_DEVICES)'}; start it with more (e.g. "
+                    f"HLOGEN_CPU_DEVICES={num_replicas} in the environment) before the first "
+                    f"compile, or compile the replicated computation first")
+    return message
+
+
 def compile(computation: Computation, backend: str | None = None,
-            disk_cache=None) -> "Executable":
+            disk_cache=None, num_replicas: int = 1) -> "Executable":
     """`disk_cache`: an ExecutableCache (hlogen.runtime.cache) to read and write
     serialized executables; the command line passes one, the library does not."""
     check_signature(computation)
-    pjrt = client(backend)
-    device = pjrt.local_devices()[0]
-    key = (computation.fingerprint, pjrt.platform, device.id)
+    pjrt = client(backend, num_replicas)
+    devices = [pjrt.local_devices()[0]] if num_replicas == 1 else replica_devices(pjrt, num_replicas)
+    key = (computation.fingerprint, pjrt.platform, tuple(d.id for d in devices))
     with _cache_lock:
         found = _cache.get(key)
         if found is not None:
             _cache.move_to_end(key)
             return found
-    found = Executable(computation, pjrt, device, disk_cache)  # compiles: outside the lock
+    found = Executable(computation, pjrt, devices, disk_cache)  # compiles: outside the lock
     with _cache_lock:
         found = _cache.setdefault(key, found)
         while len(_cache) > _CACHE_KEPT:
@@ -58,53 +103,70 @@ def compile(computation: Computation, backend: str | None = None,
 class Executable:
     """A compiled computation: call it with numpy arrays, get numpy arrays back."""
 
-    def __init__(self, computation: Computation, pjrt, device, disk_cache=None):
+    def __init__(self, computation: Computation, pjrt, devices: list, disk_cache=None):
         self.computation = computation
         self.backend = pjrt.platform
-        self.device = device
-        self._prepared = prepare(computation, for_interpreter=False)
+        self.devices = devices  # the device of each replica
+        self.device = devices[0]
+        self.num_replicas = len(devices)
+        me = pjrt.process_index()
+        # the replicas this process passes the inputs of and gets the results of
+        self.local_replicas = [r for r, d in enumerate(devices) if d.process_index == me]
         self.cache_outcome = "off"  # or "hit", "miss": what the disk cache did
         start = time.perf_counter()
-        self._loaded = self._load_or_compile(pjrt, device, disk_cache)
+        self._loaded = self._load_or_compile(pjrt, disk_cache)
         self.compile_seconds = time.perf_counter() - start
+        # PJRT results are read as they are, one per leaf (execution.prepare's wrapper
+        # flattens tuples): a disk cache hit needs nothing of the pipeline.
         flat_in = leaf_shapes(computation.parameter_shapes)
-        self._in = [_jaxlib.Placement(s.dimensions, s.dtype, device) for s in flat_in]
-        self._out = [_jaxlib.Placement(s.dimensions, s.dtype, device)
-                     for s in leaf_shapes(self._prepared.computation.result_shapes)]
-        # One array result, read as it is (the common case), travels bare: no tuple.
-        self._one_plain_result = len(computation.result_shapes) == 1 and self._prepared.plain_results
+        flat_out = leaf_shapes(computation.result_shapes)
+        self._one_plain_result = (len(computation.result_shapes) == 1 and
+                                  not isinstance(computation.result_shapes[0], T.TupleShape))
+        if self.num_replicas > 1:
+            local = [devices[r] for r in self.local_replicas]
+            self._in = [_jaxlib.ReplicatedPlacement(s.dimensions, s.dtype, devices, local)
+                        for s in flat_in]
+            self._dispatch = self._refuse_plain_call
+            return
+        self._in = [_jaxlib.Placement(s.dimensions, s.dtype, self.device) for s in flat_in]
+        self._out = [_jaxlib.Placement(s.dimensions, s.dtype, self.device) for s in flat_out]
         # Tuple parameters are passed as Python tuples, which jax's dispatch would flatten
         # on its own terms: those calls stay on the Python path.
         self._dispatch = (_jaxlib.fast_path(computation.name, self._run_and_describe)
                           if len(flat_in) == len(computation.parameter_shapes) else self._run)
 
     def __repr__(self) -> str:
-        return f"<Executable {self.computation.signature()} on {self.backend}>"
+        replicas = f" x {self.num_replicas} replicas" if self.num_replicas > 1 else ""
+        return f"<Executable {self.computation.signature()} on {self.backend}{replicas}>"
 
-    def _load_or_compile(self, pjrt, device, disk_cache):
+    def _load_or_compile(self, pjrt, disk_cache):
         key = None
         if disk_cache is not None:
+            # Keyed by the module before hlogen's pipeline (and hlogen's code, which
+            # makes the pipeline), so that a hit skips the pipeline.
             version = _jaxlib.jaxlib_version()
-            key = disk_cache.key(self._prepared.computation.fingerprint,
-                                 _jaxlib.compile_options_key(), version, pjrt.platform,
-                                 device.device_kind)
+            key = disk_cache.key(self.computation.fingerprint,
+                                 _jaxlib.compile_options_key(self.devices), version,
+                                 pjrt.platform, self.device.device_kind)
             payload = disk_cache.load(key, version)
             if payload is not None:
                 try:
-                    loaded = _jaxlib.deserialize(pjrt, payload, device)
+                    loaded = _jaxlib.deserialize(pjrt, payload, self.devices)
                     self.cache_outcome = "hit"
                     return loaded
                 except _jaxlib.JaxRuntimeError:
                     pass  # written by an XLA that serializes differently: compile again
             self.cache_outcome = "miss"
+        prepared = prepare(self.computation, for_interpreter=False, num_replicas=self.num_replicas)
         try:
-            loaded = _jaxlib.compile(pjrt, self._prepared.computation.to_bytecode(), device)
+            loaded = _jaxlib.compile(pjrt, prepared.computation.to_bytecode(), self.devices)
         except _jaxlib.JaxRuntimeError as e:
-            raise ExecutionError(f"{self.computation.name}: the {self.backend} backend cannot "
-                                 f"compile it: {e}") from None
+            error = UnsupportedError if str(e).startswith("UNIMPLEMENTED") else ExecutionError
+            raise error(f"{self.computation.name}: the {self.backend} backend cannot "
+                        f"compile it: {e}") from None
         if key is not None:
             disk_cache.store(key, _jaxlib.serialize(loaded), jaxlib=_jaxlib.jaxlib_version(),
-                             backend=pjrt.platform, device_kind=device.device_kind,
+                             backend=pjrt.platform, device_kind=self.device.device_kind,
                              module=self.computation.name)
         return loaded
 
@@ -135,7 +197,35 @@ class Executable:
             _swap_x64(previous)
         if self._one_plain_result:
             return np.asarray(raw)
-        return structure_results(self.computation.result_shapes, self._prepared.read_results(raw))
+        return structure_results(self.computation.result_shapes, [np.asarray(r) for r in raw])
+
+    def _refuse_plain_call(self, *args):
+        raise HlogenError(f"{self.computation.name} was compiled for {self.num_replicas} "
+                          f"replicas: call .run_replicated(per_replica_args), with one list "
+                          f"of arguments per replica")
+
+    def run_replicated(self, per_replica_args) -> list:
+        """Runs every replica of this process: `per_replica_args` holds one list of
+        arguments per replica (in replica order; in a multi-process run, the replicas
+        of this process: `local_replicas`). Returns one result per replica, each as
+        calling the executable returns it."""
+        if self.num_replicas == 1:
+            return [self(*args) for args in _replica_lists(self, per_replica_args)]
+        per_replica = [flatten_arguments(self.computation, args)
+                       for args in _replica_lists(self, per_replica_args)]
+        previous = _swap_x64(True)  # 64-bit arguments stay 64-bit
+        try:
+            device_arrays = [p.put([flat[i] for flat in per_replica]) for i, p in enumerate(self._in)]
+            try:
+                outs = _jaxlib.execute_replicated(self._loaded, device_arrays)
+            except _jaxlib.JaxRuntimeError as e:
+                raise ExecutionError(f"{self.computation.name} failed on {self.backend}: "
+                                     f"{e}") from None
+        finally:
+            _swap_x64(previous)
+        return [structure_results(self.computation.result_shapes,
+                                  [np.asarray(per_result[r]) for per_result in outs])
+                for r in range(len(per_replica))]
 
     def _call_flat(self, *args) -> list:
         arrays = flatten_arguments(self.computation, args)
@@ -162,3 +252,17 @@ class Executable:
                     for a in args)
         fast = _jaxlib.fast_path_data(self._loaded, self._in, self._out, out) if exact else None
         return out, fast
+
+
+def _replica_lists(exe, per_replica_args) -> list:
+    """`per_replica_args` checked to hold one list of arguments per local replica."""
+    if not isinstance(per_replica_args, (list, tuple)) or \
+            not all(isinstance(a, (list, tuple)) for a in per_replica_args):
+        raise InputError(f"run_replicated takes a list with one list of arguments per replica, "
+                         f"got {type(per_replica_args).__name__}")
+    want = len(exe.local_replicas)
+    if len(per_replica_args) != want:
+        which = "" if want == exe.num_replicas else f" (this process runs replicas {exe.local_replicas})"
+        raise InputError(f"{exe.computation.name} runs {want} replica(s){which}: pass one list "
+                         f"of arguments per replica, got {len(per_replica_args)}")
+    return list(per_replica_args)
