@@ -55,3 +55,8 @@ def test_command_line_quick_start():
             assert result.output == expected, f"$ {line}\n{result.output}"
     finally:
         os.chdir(previous)
+
+
+def test_replicas_example():
+    code = _block("### Replicas and collectives", "python")
+    exec(compile(code, "README.md", "exec"), {})  # its assert checks the sums
