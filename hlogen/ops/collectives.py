@@ -24,6 +24,9 @@ from hlogen.builder import Builder, Op, same_builder, trace
 from hlogen.errors import ShapeError
 from hlogen.ops._common import array_operand, check_dimension, int_attr, int_list, same_element_type
 
+# hlogen spells groups out replica by replica: a bound keeps a typo from allocating 2**63 ids
+MAX_REPLICAS = 2**16
+
 # -- replica groups ---------------------------------------------------------------------
 
 
@@ -82,8 +85,10 @@ def _counted_groups(op_name: str, groups, arg: str, count) -> tuple[list[list[in
     each group. Without groups, the count is the number of replicas: the groups emitted
     are [[0, ..., count-1]] (compiling for another number of replicas is then an error)."""
     groups = _parse_groups(op_name, groups, equal_sizes=True)
-    if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 1:
-        raise ShapeError(f"{op_name}: {arg} must be a positive integer, got {count!r}")
+    if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or \
+            not 1 <= count <= MAX_REPLICAS:
+        raise ShapeError(f"{op_name}: {arg} must be a positive integer (at most {MAX_REPLICAS}: "
+                         f"the number of replicas in a group), got {count!r}")
     count = int(count)
     if groups and len(groups[0]) != count:
         raise ShapeError(f"{op_name}: {arg}={count} must equal the size of each replica group "
@@ -255,16 +260,14 @@ def reduce_scatter(operand, computation, scatter_dimension, shard_count, replica
     operand is reduce-scattered element by element."""
     leaves, rebuild = _leaves("reduce_scatter", operand)
     groups, count = _counted_groups("reduce_scatter", replica_groups, "shard_count", shard_count)
-    results = []
-    for leaf in leaves:
-        result = reduce_scatter_shape(leaf.shape, scatter_dimension, count)
-        region = _reducer("reduce_scatter", [leaf], computation)
-        attributes = _with_channel({"scatter_dimension": int_attr(scatter_dimension),
-                                    "replica_groups": _groups_attr(groups)},
-                                   "reduce_scatter", channel_id)
-        results += leaf.builder.add_op_with_regions("stablehlo.reduce_scatter", [result], [leaf],
-                                                    attributes, [region])
-    return rebuild(results)
+    shapes = [reduce_scatter_shape(leaf.shape, scatter_dimension, count) for leaf in leaves]
+    attributes = _with_channel({"scatter_dimension": int_attr(scatter_dimension),
+                                "replica_groups": _groups_attr(groups)}, "reduce_scatter", channel_id)
+    # stablehlo.reduce_scatter takes one operand: one op per element
+    return rebuild([leaf.builder.add_op_with_regions(
+        "stablehlo.reduce_scatter", [shape], [leaf], attributes,
+        [_reducer("reduce_scatter", [leaf], computation)])[0]
+        for leaf, shape in zip(leaves, shapes)])
 
 
 def check_pairs(pairs: list[tuple[int, int]], num_replicas: int | None) -> None:

@@ -23,8 +23,10 @@ def compile(computation, backend=None, num_replicas=1, num_partitions=1):
         raise HlogenError(f"compile takes a Computation, got {type(computation).__name__}")
     if backend is not None and backend not in BACKENDS:
         raise HlogenError(f"backend must be one of {', '.join(BACKENDS)} or None, got {backend!r}")
-    if type(num_replicas) is not int or num_replicas < 1:
-        raise HlogenError(f"num_replicas must be a positive int, got {num_replicas!r}")
+    from hlogen.ops.collectives import MAX_REPLICAS
+    if type(num_replicas) is not int or not 1 <= num_replicas <= MAX_REPLICAS:
+        raise HlogenError(f"num_replicas must be a positive int (at most {MAX_REPLICAS}), got "
+                          f"{num_replicas!r}")
     if num_partitions != 1:
         raise UnsupportedError(f"num_partitions={num_partitions}: hlogen runs replicas, "
                                f"one partition each (SPMD partitioning is not supported)")
