@@ -31,7 +31,8 @@ _joined: tuple | None = None
 def initialize(coordinator: str, num_processes: int, process_id: int,
                timeout_seconds: int = 60) -> None:
     """Joins the distributed runtime whose coordinator (process 0 serves it) listens at
-    `coordinator` ("HOST:PORT"). Waits up to `timeout_seconds` for every process."""
+    `coordinator` ("HOST:PORT"). Waits up to `timeout_seconds` for the coordinator and
+    every process (see the module's docstring for what happens when they do not come)."""
     global _joined
     for name, value, low in (("num_processes", num_processes, 1), ("process_id", process_id, 0),
                              ("timeout_seconds", timeout_seconds, 1)):
@@ -66,7 +67,7 @@ def initialize(coordinator: str, num_processes: int, process_id: int,
     if process_id == 0:
         _check_port_free(coordinator, int(port))
     else:
-        _wait_for_coordinator(coordinator, addresses, deadline)
+        _wait_for_coordinator(coordinator, addresses, deadline, timeout_seconds)
     remaining = max(1, round(deadline - time.monotonic()))
     try:
         _jaxlib.join_distributed(coordinator, num_processes, process_id, remaining)
@@ -112,7 +113,8 @@ def _check_port_free(coordinator: str, port: int) -> None:
             return
 
 
-def _wait_for_coordinator(coordinator: str, addresses: list, deadline: float) -> None:
+def _wait_for_coordinator(coordinator: str, addresses: list, deadline: float,
+                          timeout_seconds: int) -> None:
     """Until something listens at the coordinator's address (process 0 may start after
     this one), up to the deadline."""
     while True:
@@ -124,6 +126,6 @@ def _wait_for_coordinator(coordinator: str, addresses: list, deadline: float) ->
                 pass
         if time.monotonic() >= deadline:
             raise HlogenError(f"distributed.initialize: no coordinator is listening at "
-                              f"{coordinator} (process 0 serves it) after waiting the "
-                              f"timeout_seconds given; start process 0 with the same address")
+                              f"{coordinator} (process 0 serves it) after {timeout_seconds} s "
+                              f"(timeout_seconds); start process 0 with the same address")
         time.sleep(0.1)
