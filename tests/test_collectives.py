@@ -371,3 +371,12 @@ def test_infeed_is_emitted_and_refused_on_both_backends():
         hg.compile(comp)
     with pytest.raises(hg.UnsupportedError, match="reference interpreter cannot run stablehlo.infeed"):
         hg.compile(comp, backend="interpret")
+
+
+def test_a_bad_cpu_device_count_in_the_environment(monkeypatch):
+    from hlogen.runtime import pjrt
+    monkeypatch.setenv("HLOGEN_CPU_DEVICES", "eight")
+    with pytest.raises(hg.HlogenError, match="HLOGEN_CPU_DEVICES must be a number of devices"):
+        pjrt.cpu_devices_wanted()
+    monkeypatch.setenv("HLOGEN_CPU_DEVICES", "3")
+    assert pjrt.cpu_devices_wanted(2) == 3 and pjrt.cpu_devices_wanted(5) == 5

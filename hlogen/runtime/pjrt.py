@@ -35,7 +35,11 @@ CPU_DEVICES = 8
 
 
 def cpu_devices_wanted(num_replicas: int = 1) -> int:
-    return max(int(os.environ.get("HLOGEN_CPU_DEVICES") or CPU_DEVICES), num_replicas)
+    text = os.environ.get("HLOGEN_CPU_DEVICES") or str(CPU_DEVICES)
+    if not text.isdigit() or not 1 <= int(text) <= 2**16:
+        raise HlogenError(f"HLOGEN_CPU_DEVICES must be a number of devices in [1, 65536], "
+                          f"got {text!r}")
+    return max(int(text), num_replicas)
 
 
 def client(backend: str | None, num_replicas: int = 1):
