@@ -380,3 +380,32 @@ def test_a_bad_cpu_device_count_in_the_environment(monkeypatch):
         pjrt.cpu_devices_wanted()
     monkeypatch.setenv("HLOGEN_CPU_DEVICES", "3")
     assert pjrt.cpu_devices_wanted(2) == 3 and pjrt.cpu_devices_wanted(5) == 5
+
+
+def test_the_cpu_backend_starts_with_enough_devices_in_a_fresh_process():
+    import subprocess
+    import sys
+    script = """
+import numpy as np, hlogen as hg, jax
+from hlogen import ops
+b = hg.Builder("s"); x = b.parameter(hg.f32[1], "x")
+comp = b.build(ops.cross_replica_sum(x))
+exe = hg.compile(comp, num_replicas=12)  # above the default 8: the backend starts with 12
+print(len(jax.devices()), exe.run_replicated([[np.ones(1, np.float32)]] * 12)[11][0])
+try:
+    hg.compile(comp, num_replicas=16)
+except hg.HlogenError as e:
+    print(str(e).split(":")[0])
+"""
+    env = dict(os.environ, HLOGEN_CPU_DEVICES="")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=120, env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[:2] == ["12 12.0", "num_replicas=16 needs 16 cpu devices; 12 are available (replica count above the devices available)"]
+    # a count the user chose through XLA_FLAGS is respected
+    env["XLA_FLAGS"] = "--xla_force_host_platform_device_count=3"
+    done = subprocess.run([sys.executable, "-c", "import hlogen as hg, jax\n"
+                           "from hlogen.runtime import pjrt\npjrt.client('cpu')\n"
+                           "print(len(jax.devices()))"],
+                          capture_output=True, text=True, timeout=120, env=env)
+    assert done.stdout.strip() == "3", done.stderr
