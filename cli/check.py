@@ -7,6 +7,7 @@ import click
 
 from hlogen.errors import HlogenError
 from hlogen_cli.main import reports_errors
+from hlogen_cli.progress import Progress
 
 _BACKENDS = {"interpret": ["interpret"], "cpu": ["cpu"], "gpu": ["gpu"], "all": ["interpret", "cpu"]}
 
@@ -51,7 +52,7 @@ def check(paths, backend, jobs, timeout, batch, junit_path, json_path, known_pat
     if sample:
         from hlogen.conformance.sample import stratified
         paths = stratified(paths)
-    progress = _Progress(sys.stderr.isatty() and not quiet)
+    progress = _Progress(quiet)
     result = conformance.run(paths, backends, jobs=jobs, timeout=timeout, known_lists=known_paths,
                              use_default_known=not no_default_known, on_record=progress,
                              explain=explain, batch=batch)
@@ -77,23 +78,16 @@ def _has_gpu() -> bool:
 
 
 class _Progress:
-    """A one-line progress bar on a terminal."""
+    """The conformance run's bar on a terminal, with how many modules fail so far."""
 
-    def __init__(self, enabled: bool):
-        self.enabled = enabled
+    def __init__(self, quiet: bool):
+        self.line = Progress(enabled=False) if quiet else Progress()
         self.failed = 0
 
     def __call__(self, record, done, total):
         if record["status"] in ("fail", "error", "crash", "timeout"):
             self.failed += 1
-        if self.enabled:
-            width = 30
-            filled = width * done // max(total, 1)
-            sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} "
-                             f"({self.failed} failing)")
-            sys.stderr.flush()
+        self.line.count("checking", done, total, f"({self.failed} failing)")
 
     def done(self):
-        if self.enabled:
-            sys.stderr.write("\r" + " " * 70 + "\r")
-            sys.stderr.flush()
+        self.line.clear()

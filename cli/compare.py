@@ -58,24 +58,28 @@ def output_plan(specs, n_results: int):
     return ("npy", paths)
 
 
-def save_outputs(plan, flat, write) -> None:
+def save_outputs(plan, flat, write, replicas: list[int] | None = None) -> None:
+    """Writes the results as `plan` says; `replicas`: the replicas whose results lie
+    along the leading dimension of each (None for one replica)."""
     import io
     import click
     if plan is None:
         return
     kind, where = plan
+    of = (f" of replica{'s' if len(replicas) > 1 else ''} {', '.join(map(str, replicas))} "
+          f"(along the first dimension)" if replicas else "")
     buffer = io.BytesIO()
     if kind == "npz":
         np.savez(buffer, **{f"result_{i}": a for i, a in enumerate(flat)})
         write(where, buffer.getvalue())
-        click.echo(f"saved {len(flat)} result(s) to {where}", err=True)
+        click.echo(f"saved {len(flat)} result(s){of} to {where}", err=True)
         return
     for i, path in enumerate(where):
         if path is not None:
             buffer = io.BytesIO()
             np.save(buffer, flat[i])
             write(path, buffer.getvalue())
-            click.echo(f"saved result[{i}] to {path}", err=True)
+            click.echo(f"saved result[{i}]{of} to {path}", err=True)
 
 
 @dataclasses.dataclass

@@ -1,254 +1,270 @@
-"""Compiling and running in a child process, so that a native abort is an error.
+"""Running a command's work in a child process, so that a native abort is an error.
 
 What XLA or the reference interpreter cannot do and hlogen can know in advance is
 refused before running (hlogen.preflight). What depends on the data (a sort
 comparator that is not a strict weak order, memory exhausted while running) can
-still end the process with a signal: `hlogen run` and `hlogen compile` compile and
-run in a child, and report a child's death as "the interpreter/XLA aborted (SIGABRT)
-while running FILE" with exit status 1. The child leaves no core file.
+still end the process with a signal. So `hlogen run`, `hlogen compile` and `hlogen
+samples run` do their work in a child, `python -m hlogen_cli.isolation CONFIG`, and
+this process only watches it:
 
-The child is `python -m hlogen_cli.isolation [BACKEND...]`. It is started first
-(`start`), so that it imports jax and starts the backends while the parent reads and
-checks the module; then it serves requests: a folder holding the module as text (with
-its locations), the argument arrays and request.json, whose path it reads from stdin;
-it writes answer.json (and result arrays) there and a line on stdout. One child serves
-several requests (a run, then --explain).
+- it starts the child at once, before importing anything heavy; the child reads
+  and checks the module and the inputs (exit 2 before any backend starts), then
+  imports jax, compiles and runs; nothing is parsed or imported twice;
+- it passes on what the child prints (the child's Python output goes through two
+  pipes; what native code prints goes to a file, of which the last line is quoted
+  when the child dies);
+- it shows the child's status lines (a third pipe: joining, compiling, running i of
+  n) on a progress line when its standard error is a terminal;
+- it reports the child's death as "XLA/the interpreter aborted (SIGABRT) while
+  running FILE", exit status 1 (the child leaves no core file), and kills a child
+  still working at the deadline (`hlogen run --timeout`), exit status 1 too.
+
+When its work is done, the child tells its exit status and leaves without tearing jax
+down, except in jax's distributed runtime, whose shutdown is a barrier of every
+process: there it exits normally, within a bounded time.
 """
 from __future__ import annotations
 
+import codecs
+import io
 import json
 import os
-import pathlib
+import select
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
-_DONE = "hlogen-isolation-done"
+from hlogen_cli.progress import Progress
+
+_SHUTDOWN_SECONDS = 30  # how long a distributed child may take to leave jax's runtime
+# The child's one pipe to the parent carries frames: a tag, the payload's length (4 bytes,
+# big-endian), the payload. Its standard output and error share it, so that what it
+# prints comes out in the order printed.
+_STDOUT, _STDERR, _STATUS, _DONE = b"o", b"e", b"s", b"d"
 
 
-class Child:
-    """A started child process; `ask` sends it one request."""
+def run_in_child(work: str, arguments: dict, file: str, timeout: float | None = None,
+                 distributed: bool = False, debug: bool = False) -> int:
+    """Runs `work` ("module:function" of hlogen_cli, called with `arguments`, under
+    reports_errors) in a child and returns its exit status; its death, or its still
+    working after `timeout` seconds, is an ExecutionError about `file`."""
+    with _Watch(work, arguments, debug, distributed) as watch:
+        return watch.wait(file, timeout, distributed)
 
-    def __init__(self, warm: list):
-        self._stderr = tempfile.TemporaryFile()
-        self._tmp = tempfile.TemporaryDirectory(prefix="hlogen-run-")
-        self._requests = 0
-        self._progress_fd = None
-        pass_fds = ()
-        if sys.stderr.isatty():  # a progress bar on the parent's terminal
-            self._progress_fd = os.dup(2)
-            pass_fds = (self._progress_fd,)
+
+class _Watch:
+    def __init__(self, work: str, arguments: dict, debug: bool, distributed: bool):
+        self.progress = Progress()
+        self.status = {"phase": "start"}  # the child's last status
+        self.code = None  # the exit status the child reported
+        self._stderr = tempfile.TemporaryFile()  # what native code prints
+        self._pipe, child_end = os.pipe()
+        config = {"work": work, "arguments": arguments, "debug": debug,
+                  "distributed": distributed, "pipe": child_end}
         env = dict(os.environ)
         env.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-        self._proc = subprocess.Popen(
-            [sys.executable, "-m", "hlogen_cli.isolation", *[w for w in warm if w]],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, env=env,
-            pass_fds=pass_fds)
+        try:
+            self._proc = subprocess.Popen(
+                [sys.executable, "-m", "hlogen_cli.isolation", json.dumps(config)],
+                stdin=subprocess.DEVNULL, stdout=self._stderr, stderr=self._stderr, env=env,
+                pass_fds=[child_end])
+        finally:
+            os.close(child_end)
+        self._received = b""
+        self._decoders = {tag: codecs.getincrementaldecoder("utf-8")("replace")
+                          for tag in (_STDOUT, _STDERR)}
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
-        self.close()
-
-    def close(self):
-        # Every answer is in: the child is killed rather than left to tear jax down.
+        self.progress.clear()
         if self._proc.poll() is None:
             self._proc.kill()
         self._proc.wait()
-        for stream in (self._proc.stdin, self._proc.stdout):
-            try:
-                stream.close()
-            except OSError:
-                pass
-        if self._progress_fd is not None:
-            os.close(self._progress_fd)
-            self._progress_fd = None
+        os.close(self._pipe)
         self._stderr.close()
-        self._tmp.cleanup()
 
-    def folder(self, comp, arrays, file: str) -> pathlib.Path:
-        """A folder with the module and the arguments, for requests about them."""
-        folder = pathlib.Path(self._tmp.name) / f"m{self._requests}"
-        folder.mkdir()
-        (folder / "module.mlir").write_text(comp.as_text(debug_info=True))
-        write_arrays(folder / "inputs", arrays)
-        (folder / "file.txt").write_text(file)
-        return folder
-
-    def ask(self, folder: pathlib.Path, request: dict, who: str, file: str) -> dict:
-        """Sends `request` about the module in `folder`; returns the answer. HlogenErrors
-        of the child are raised again here; the child's death is an ExecutionError."""
-        import hlogen as hg
-        from hlogen.errors import ExecutionError, HlogenError
-        self._requests += 1
-        answer_path = folder / f"answer{self._requests}.json"
-        request = dict(request, answer=str(answer_path), progress_fd=self._progress_fd)
-        (folder / "request.json").write_text(json.dumps(request))
-        try:
-            self._proc.stdin.write(f"{folder}\n".encode())
-            self._proc.stdin.flush()
-        except OSError:
-            pass  # the child is gone: its status says why
+    def wait(self, file: str, timeout: float | None, distributed: bool) -> int:
+        """Passes on what the child says until it has ended (or, done, has left jax's
+        distributed runtime, for at most _SHUTDOWN_SECONDS); returns its exit status."""
+        deadline = time.monotonic() + timeout if timeout else None
+        leaving = None  # when a distributed child that is done must have left
         while True:
-            line = self._proc.stdout.readline()
-            if not line or line.decode(errors="replace").strip() == _DONE:
-                break
-        if not answer_path.exists():
-            returncode = self._proc.wait()
-            self._stderr.seek(0)
-            last = _last_line(self._stderr.read())
-            if returncode < 0:
-                name = signal.Signals(-returncode).name
-                raise ExecutionError(f"{who} aborted ({name}) while running {file}"
-                                     f"{': ' + last if last else ''}")
-            raise ExecutionError(f"running {file} failed (exit status {returncode}): {last}")
-        answer = json.loads(answer_path.read_text())
-        if answer.get("error") == "internal":
-            raise RuntimeError(answer["message"])
-        if "error" in answer:
-            raise getattr(hg, answer["error"], HlogenError)(answer["message"])
-        return answer
+            if self.code is not None:
+                if not distributed:
+                    return self.code  # it is leaving at once (and killed if not)
+                leaving = leaving or time.monotonic() + _SHUTDOWN_SECONDS
+            limit = leaving or deadline
+            wait = 0.1 if self.progress.enabled else None
+            if limit is not None:
+                left = limit - time.monotonic()
+                if left <= 0:
+                    if leaving:
+                        return self.code  # it waits for a process that is gone: killed
+                    self._proc.kill()
+                    raise _failed(f"{file}: not done after --timeout {timeout:g} s "
+                                  f"({_describe(self.status)}): stopped")
+                wait = left if wait is None else min(wait, left)
+            ready, _, _ = select.select([self._pipe], [], [], wait)
+            if ready:
+                data = os.read(self._pipe, 65536)
+                if not data:
+                    break  # the child has ended
+                self._take(data)
+            self.progress.tick()
+        self.progress.clear()
+        if self.code is not None:
+            return self.code
+        raise _failed(self._death(file, self._proc.wait()))
+
+    def _take(self, data: bytes) -> None:
+        self._received += data
+        while len(self._received) >= 5:
+            size = int.from_bytes(self._received[1:5], "big")
+            if len(self._received) < 5 + size:
+                return
+            tag, payload = self._received[:1], self._received[5:5 + size]
+            self._received = self._received[5 + size:]
+            if tag in self._decoders:
+                self.progress.clear()
+                stream = sys.stdout if tag == _STDOUT else sys.stderr
+                stream.write(self._decoders[tag].decode(payload))
+                stream.flush()
+            elif tag == _DONE:
+                self.code = int(payload)
+            elif tag == _STATUS:
+                self.status = json.loads(payload)
+                if self.status.get("total", 1) > 1:
+                    self.progress.count(_describe(self.status), self.status["done"],
+                                        self.status["total"])
+                else:
+                    self.progress.phase(_describe(self.status))
+
+    def _death(self, file: str, returncode: int) -> str:
+        self._stderr.seek(0)
+        last = _last_line(self._stderr.read())
+        how = (f"aborted ({signal.Signals(-returncode).name})" if returncode < 0
+               else f"failed (exit status {returncode})")
+        last = f": {last}" if last else ""
+        status = self.status
+        if status["phase"] == "join":
+            return (f"{file}: process {status['process_id']} of {status['num_processes']}: "
+                    f"the other processes did not all come to {status['coordinator']} within "
+                    f"{status['timeout_seconds']} s (jax's distributed runtime {how}){last}")
+        who = {"start": "hlogen", "explain": "XLA or the interpreter"}.get(
+            status["phase"], "the interpreter" if status.get("backend") == "interpret" else "XLA")
+        doing = {"compile": "compiling", "run": "running", "explain": "explaining a difference in"}
+        return f"{who} {how} while {doing.get(status['phase'], 'reading')} {file}{last}"
 
 
-def start(backends) -> Child:
-    """Starts a child that warms up `backends` (PJRT platforms; "interpret" needs none)."""
-    return Child([b for b in backends if b not in (None, "interpret")])
+def _failed(message: str) -> Exception:
+    from hlogen.errors import ExecutionError  # (imported when something failed only)
+    return ExecutionError(message)
+
+
+def _describe(status: dict) -> str:
+    """A status line of the child, in words."""
+    phase, backend = status["phase"], status.get("backend")
+    if phase == "join":
+        return (f"process {status['process_id']} of {status['num_processes']} waiting at "
+                f"{status['coordinator']} for the other processes")
+    if phase == "compile":
+        return {"interpret": "preparing for the interpreter", None: "compiling"}.get(
+            backend, f"compiling for {backend}")
+    if phase == "run":
+        return "running on the interpreter" if backend == "interpret" else f"running on {backend}"
+    if phase == "explain":
+        return "explaining the difference"
+    return "reading"
 
 
 def _last_line(stderr: bytes) -> str:
-    lines = [line for line in stderr.decode(errors="replace").splitlines() if line.strip()]
-    return lines[-1].strip()[:300] if lines else ""
-
-
-def write_arrays(stem: pathlib.Path, arrays) -> None:
-    """Arrays as raw bytes plus a manifest of hlogen element type names (npz cannot
-    keep bf16, f8 or int4)."""
-    import numpy as np
-    import hlogen as hg
-    manifest = []
-    with open(f"{stem}.bin", "wb") as f:
-        for a in arrays:
-            a = np.asarray(a, order="C")  # (ascontiguousarray would make scalars 1-d)
-            manifest.append({"type": hg.element_type(a.dtype).name, "shape": list(a.shape)})
-            f.write(a.tobytes())
-    pathlib.Path(f"{stem}.json").write_text(json.dumps(manifest))
-
-
-def read_arrays(stem: pathlib.Path) -> list:
-    import numpy as np
-    import hlogen as hg
-    manifest = json.loads(pathlib.Path(f"{stem}.json").read_text())
-    data = pathlib.Path(f"{stem}.bin").read_bytes()
-    arrays, offset = [], 0
-    for entry in manifest:
-        dtype = hg.element_type(entry["type"]).dtype
-        count = int(np.prod(entry["shape"], dtype=np.int64))
-        arrays.append(np.frombuffer(data, dtype, count, offset).reshape(entry["shape"]).copy())
-        offset += count * dtype.itemsize
-    return arrays
-
-
-def leaves(results) -> list:
-    out = []
-    for r in results:
-        out.extend(leaves(r) if isinstance(r, tuple) else [r])
-    return out
+    """The child's last words: its last line of standard error, leaving out the stack
+    trace that follows a fatal error of XLA (lines '@ 0x...')."""
+    lines = [line.strip() for line in stderr.decode(errors="replace").splitlines()]
+    lines = [line for line in lines if line and not line.startswith(("@ ", "*** "))]
+    return lines[-1][:300] if lines else ""
 
 
 # -- the child ------------------------------------------------------------------------------
 
-def _compile(comp, backend, cache_dir):
-    import hlogen as hg
-    if backend == "interpret":
-        exe = hg.compile(comp, backend="interpret")
-        exe.cache_outcome, exe.compile_seconds = "off", 0.0
-        return exe
-    from hlogen.runtime import pjrt
-    from hlogen.runtime.cache import ExecutableCache
-    return pjrt.compile(comp, backend, ExecutableCache(cache_dir) if cache_dir else None)
+_pipe = None  # the child's pipe to the parent; None outside a child
+_started = time.monotonic()
 
 
-def _progress(fd, done, total, label):
-    if fd is None or total < 2:
-        return
-    width = 30
-    filled = width * done // total
-    line = f"\r{label} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}"
-    os.write(fd, (line if done < total else "\r" + " " * len(line) + "\r").encode())
+def elapsed() -> float:
+    """Seconds since this process started (about as long as since the parent started
+    the child)."""
+    return time.monotonic() - _started
 
 
-def _serve(folder: pathlib.Path) -> dict:
-    import numpy as np
-    import hlogen as hg
-    request = json.loads((folder / "request.json").read_text())
-    comp = hg.load(folder / "module.mlir")
-    comp.source = (folder / "file.txt").read_text()  # messages name the user's file
-    arrays = read_arrays(folder / "inputs")
-    action = request["action"]
-    if action == "run":
-        runs = []
-        for k, backend in enumerate(request["backends"]):
-            exe = _compile(comp, backend, request.get("cache"))
-            times, total = [], request["repeat"]
-            for i in range(total):
-                start = time.perf_counter()
-                results = exe(*arrays)
-                times.append(time.perf_counter() - start)
-                _progress(request.get("progress_fd"), i + 1, total, f"running on {exe.backend}")
-            flat = leaves(results if len(comp.result_shapes) > 1 else (results,))
-            write_arrays(folder / f"outputs{k}", [np.asarray(a) for a in flat])
-            runs.append({"backend": exe.backend, "times": times, "cache": exe.cache_outcome,
-                         "compile_seconds": exe.compile_seconds})
-        return {"runs": runs}
-    if action == "explain":
-        from hlogen.conformance import first_divergence
-        found = first_divergence(comp, arrays, backend=request["backend"] or "cpu",
-                                 max_ulp=request["max_ulp"], atol=request["atol"])
-        return {"explain": str(found) if found else None}
-    if action == "compile":
-        exe = _compile(comp, request["backend"], request.get("cache"))
-        answer = {"backend": exe.backend, "cache": exe.cache_outcome,
-                  "compile_seconds": exe.compile_seconds}
-        if request.get("hlo"):
-            (folder / "optimized.hlo").write_text(exe.optimized_hlo())
-        if request.get("cost"):
-            answer["cost"] = exe.cost_analysis()
-        if request.get("serialize"):
-            (folder / "executable.bin").write_bytes(exe.serialize())
-        return answer
-    raise ValueError(f"unknown request {action!r}")
+def _send(tag: bytes, payload: bytes) -> None:
+    data = tag + len(payload).to_bytes(4, "big") + payload
+    with _lock:
+        while data:
+            data = data[os.write(_pipe, data):]
 
 
-def _child(warm: list) -> None:
+def status(phase: str, **info) -> None:
+    """Tells the watching parent what the work is doing (nothing outside a child):
+    phase "join", "compile", "run" or "explain" (with backend; done and total when
+    counted)."""
+    if _pipe is not None:
+        _send(_STATUS, json.dumps(dict(info, phase=phase)).encode())
+
+
+class _Stream(io.TextIOBase):
+    """The child's sys.stdout or sys.stderr: text sent to the parent as it is written."""
+
+    def __init__(self, tag: bytes):
+        self._tag = tag
+
+    @property
+    def encoding(self):
+        return "utf-8"
+
+    def writable(self):
+        return True
+
+    def write(self, text: str) -> int:
+        _send(self._tag, text.encode("utf-8", "replace"))
+        return len(text)
+
+
+def _child(config: dict) -> None:
+    global _pipe
     import resource
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a native abort leaves no core file
-    import traceback
-    import hlogen  # noqa: F401 - imported while the parent reads the module
-    from hlogen.errors import HlogenError
-    if warm:
-        try:
-            from hlogen.runtime import pjrt
-            for backend in warm:
-                pjrt.client(backend)
-        except HlogenError:
-            pass  # said again, where it matters, when the request comes
-    for line in sys.stdin:
-        folder = pathlib.Path(line.strip())
-        request = json.loads((folder / "request.json").read_text())
-        try:
-            answer = _serve(folder)
-        except HlogenError as e:
-            answer = {"error": type(e).__name__, "message": str(e)}
-        except Exception:
-            answer = {"error": "internal", "message": traceback.format_exc()}
-        pathlib.Path(request["answer"]).write_text(json.dumps(answer))
-        sys.stdout.write(_DONE + "\n")
-        sys.stdout.flush()
+    _pipe = config["pipe"]
+    sys.stdout, sys.stderr = _Stream(_STDOUT), _Stream(_STDERR)
+    import importlib
+    import click
+    from hlogen_cli import main
+    main._DEBUG["on"] = config["debug"]
+    module, _, function = config["work"].partition(":")
+    work = main.reports_errors(getattr(importlib.import_module(f"hlogen_cli.{module}"), function))
+    try:
+        work(**config["arguments"])
+        code = 0
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else 1
+    except click.ClickException as e:
+        e.show()
+        code = e.exit_code
+    _send(_DONE, str(code).encode())
+    if config["distributed"]:
+        sys.exit(code)  # jax's shutdown: a barrier of every process
+    os._exit(code)  # everything is said: no teardown of jax
+
+
+_lock = threading.Lock()  # threads of the work (jax's, logging) print too
 
 
 if __name__ == "__main__":
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    _child(sys.argv[1:])
+    from hlogen_cli import isolation  # the module the work imports, not this __main__
+    isolation._child(json.loads(sys.argv[1]))

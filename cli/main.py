@@ -9,6 +9,7 @@ cache, samples show) never import jax; run and compile import it in their child.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import pathlib
@@ -35,6 +36,9 @@ def reports_errors(command):
             return command(*args, **kwargs)
         except click.exceptions.ClickException:
             raise
+        except BrokenPipeError:  # the reader left (hlogen emit ... | head): nothing to say
+            sys.stdout = open(os.devnull, "w")  # (so that the final flush does not fail too)
+            sys.exit(1)
         except Exception as e:
             from hlogen.errors import ExecutionError, HlogenError
             if _DEBUG["on"]:
@@ -98,9 +102,10 @@ def main(debug):
 # -- emit ---------------------------------------------------------------------------------
 
 @main.command()
-@click.argument("file", type=click.Path(dir_okay=False))
+@click.argument("files", metavar="FILE.py...", nargs=-1, required=True,
+                type=click.Path(dir_okay=False))
 @click.option("--function", "function_name", metavar="NAME",
-              help="Emit only this @hg.function (default: every one in FILE).")
+              help="Emit only this @hg.function (default: every one in FILE; one FILE only).")
 @click.option("-o", "--output", metavar="OUT",
               help="Output file (one function), directory (several), or - for standard output. "
                    "Default: NAME.mlir (or .mlirbc) per function in the current directory.")
@@ -113,34 +118,51 @@ def main(debug):
                    "a comma-separated list of those, or 'builtin.module(...)'.")
 @click.option("--force", is_flag=True, help="Overwrite files that exist.")
 @reports_errors
-def emit(file, function_name, output, fmt, target_version, pipeline, force):
-    """Turn each @hg.function of a Python FILE into a StableHLO artifact."""
+def emit(files, function_name, output, fmt, target_version, pipeline, force):
+    """Turn each @hg.function of Python FILEs into a StableHLO artifact (a progress bar
+    on a terminal when there are several)."""
     import hlogen as hg
     from hlogen.errors import HlogenError
     from hlogen_cli import sources
+    from hlogen_cli.progress import Progress
     if target_version and fmt != "portable":
         raise HlogenError("--target-version applies to --format portable only")
-    functions = sources.functions_in(file)
-    if function_name is not None:
-        functions = {function_name: sources.pick(functions, function_name, file)}
+    if function_name is not None and len(files) > 1:
+        raise HlogenError(f"--function picks a function of one FILE; {len(files)} files given")
+    progress = Progress()
+    functions = []  # (file, name, function)
+    for k, file in enumerate(files):
+        progress.count("reading", k, len(files))
+        found = sources.functions_in(file)
+        if function_name is not None:
+            found = {function_name: sources.pick(found, function_name, file)}
+        functions += [(file, name, fn) for name, fn in found.items()]
+    progress.clear()
+    what = files[0] if len(files) == 1 else f"{len(files)} files"
     if output == "-" and len(functions) > 1:
-        raise HlogenError(f"-o - writes one function; {file} has {len(functions)}: choose with --function")
-    paths = {name: _output_path(output, name, FORMATS[fmt], several=len(functions) > 1)
-             for name in functions} if output != "-" else {}
-    if not force:  # refused before anything is written
-        for path in paths.values():
-            if path.exists():
-                raise HlogenError(f"{path} exists: hlogen emit does not overwrite files; "
-                                  f"pass --force to allow it (or choose another -o)")
-    for name, fn in functions.items():
+        raise HlogenError(f"-o - writes one function; {what} define {len(functions)}: choose "
+                          f"with --function")
+    paths = [_output_path(output, name, FORMATS[fmt], several=len(functions) > 1)
+             for _, name, _ in functions] if output != "-" else []
+    for path in dict.fromkeys(paths):  # refused before anything is written
+        sharing = [f"{file}:{name}" for (file, name, _), p in zip(functions, paths) if p == path]
+        if len(sharing) > 1:
+            raise HlogenError(f"{', '.join(sharing)} would all be written to {path}: emit them "
+                              f"one file at a time, to different -o directories")
+        if path.exists() and not force:
+            raise HlogenError(f"{path} exists: hlogen emit does not overwrite files; "
+                              f"pass --force to allow it (or choose another -o)")
+    for k, (file, name, fn) in enumerate(functions):
+        progress.count("emitting", k, len(functions))
         comp = hg.passes.run(fn.computation, pipeline) if pipeline else fn.computation
         data = _serialized(comp, fmt, target_version)
+        progress.clear()
         if output == "-":
             sys.stdout.buffer.write(data)
             sys.stdout.flush()
             continue
-        write_atomically(paths[name], data)
-        click.echo(f"{paths[name]}: {comp.signature()}")
+        write_atomically(paths[k], data)
+        click.echo(f"{paths[k]}: {comp.signature()}")
 
 
 def _serialized(comp, fmt, target_version) -> bytes:
@@ -218,125 +240,70 @@ _VALUE_HELP = ("2x3xf32=1,2,3,4,5,6, \"2x3xf32=[1 2 3][4 5 6]\", 2x3xf32=0 (a sp
 @click.option("--function", "function_name", metavar="NAME",
               help="The @hg.function of a .py FILE (default: its only one); MLIR files run @main.")
 @click.option("--input", "input_specs", multiple=True, metavar="VALUE",
-              help="One per parameter, in order: " + _VALUE_HELP + ".")
+              help="One per parameter, in order: " + _VALUE_HELP + ". With --replicas N: one "
+                   "per parameter, the same on every replica or with a leading dimension of N "
+                   "(replica r gets [r]); or one per parameter per replica (replica 0's, then "
+                   "replica 1's, ...).")
 @click.option("--backend", type=click.Choice(["cpu", "gpu", "interpret"]), default=None,
               help="PJRT backend, or the StableHLO reference interpreter (default: jax's default device).")
 @click.option("--check-interpret", is_flag=True,
               help="Also run the reference interpreter on the same inputs and compare each result "
-                   "within --rtol/--atol (exit 1 if one differs).")
+                   "(of each replica) within --rtol/--atol (exit 1 if one differs).")
 @click.option("--explain", is_flag=True,
               help="With --check-interpret: when a result differs, name the first op whose PJRT "
                    "and interpreter values differ.")
 @click.option("--expected-output", "expected_specs", multiple=True, metavar="VALUE",
-              help="One per result, in the forms of --input; exit 1 when a result differs "
-                   "beyond --rtol/--atol.")
+              help="One per result, in the forms of --input (per replica as --input is); exit 1 "
+                   "when a result differs beyond --rtol/--atol.")
 @click.option("--rtol", type=click.FloatRange(min=0), default=1e-5, show_default=True,
               help="Relative tolerance of comparisons (floats; integers compare exactly).")
 @click.option("--atol", type=click.FloatRange(min=0), default=1e-6, show_default=True,
               help="Absolute tolerance of comparisons.")
-@click.option("--replicas", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Number of replicas.")
+@click.option("--replicas", type=click.IntRange(min=1), default=None,
+              help="Run N replicas, one per device (on the CPU, hlogen starts enough devices); "
+                   "default 1, or one per process. Results are printed per replica and saved "
+                   "with a leading replica dimension.")
 @click.option("--num-processes", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Processes of a multi-process run.")
+              help="Share the replicas among P processes (one hlogen run each, with the same "
+                   "options but --process-id), over jax's distributed runtime: each passes the "
+                   "inputs of its N/P replicas and prints and saves their results.")
 @click.option("--process-id", type=click.IntRange(min=0), default=0, show_default=True,
-              help="This process's index in a multi-process run.")
-@click.option("--coordinator", metavar="HOST:PORT", help="Coordinator of a multi-process run.")
+              help="This process's index, 0..P-1 (process p runs replicas p*N/P ..).")
+@click.option("--coordinator", metavar="HOST:PORT",
+              help="Where process 0 serves the distributed runtime (the same for every process).")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS",
+              help="Stop and fail (exit 1) when compiling and running take longer; also how "
+                   "long to wait for the other processes (default: no limit; 60 s for them).")
 @click.option("--output", "output_specs", multiple=True, metavar="OUT",
               help="out.npz (every result: result_0, result_1, ...), or one @out.npy per result "
-                   "in order (- skips a result).")
+                   "in order (- skips a result). With --replicas, each has a leading replica "
+                   "dimension (this process's replicas, in order).")
 @click.option("--repeat", type=click.IntRange(min=1), default=1, show_default=True,
               help="Run N times and report min/median/max time per call (stderr).")
 @click.option("--no-cache", is_flag=True, help="Compile even when the executable cache has it.")
 @click.option("-v", "--verbose", is_flag=True,
               help="Report compile time and what the executable cache did (stderr).")
 @reports_errors
-def run(file, function_name, input_specs, backend, check_interpret, explain, expected_specs, rtol,
-        atol, replicas, num_processes, process_id, coordinator, output_specs, repeat, no_cache,
-        verbose):
+def run(file, function_name, **options):
     """Compile and run a computation from IN (.mlir in any format, or a .py file of
     @hg.function definitions) and print its results."""
-    from hlogen.errors import HlogenError, UnsupportedError
-    if explain and not check_interpret:
-        raise HlogenError("--explain needs --check-interpret (it explains a difference "
-                          "between PJRT and the interpreter)")
-    if check_interpret and backend == "interpret":
-        raise HlogenError("--check-interpret compares a PJRT backend with the interpreter: "
-                          "choose --backend cpu or gpu (or none)")
-    if replicas != 1:
-        raise UnsupportedError(f"--replicas {replicas}: hlogen runs one replica so far")
-    if num_processes != 1 or process_id != 0 or coordinator:
-        raise UnsupportedError("--num-processes/--process-id/--coordinator: hlogen runs in one "
-                               "process so far")
-    _run_and_report(file, function_name, input_specs, None, backend, check_interpret, explain,
-                    expected_specs, rtol, atol, output_specs, repeat, no_cache, verbose)
+    from hlogen_cli.run import RunOptions
+    if options["replicas"] is None:
+        options["replicas"] = options["num_processes"]
+    run_options = RunOptions(**options)
+    run_options.check()
+    _in_child("run:run", {"file": file, "function_name": function_name,
+                          "options": dataclasses.asdict(run_options)},
+              file, run_options.timeout, run_options.is_distributed)
 
 
-def _run_and_report(file, function_name, input_specs, default_inputs, backend, check_interpret,
-                    explain, expected_specs, rtol, atol, output_specs, repeat, no_cache, verbose):
-    """`hlogen run`'s work (also `hlogen samples run`'s): checks in this process (exit 2),
-    compile and run in the child (isolation.py), then compare and report."""
+def _in_child(work: str, arguments: dict, file: str, timeout=None, distributed=False) -> None:
+    """Does `work` (hlogen_cli.run) in a child process (isolation.py) and exits with
+    its status."""
     from hlogen_cli import isolation
-    backends = [backend] + (["interpret"] if check_interpret else [])
-    with isolation.start(backends) as child:  # imports jax while this process reads FILE
-        import statistics
-        import numpy as np
-        from hlogen.runtime.arrays import flatten_arguments, leaf_shapes
-        from hlogen.runtime.cache import default_directory
-        from hlogen_cli import compare, inputs, sources
-        comp = sources.computation_from(file, function_name)
-        args = default_inputs(comp) if default_inputs else \
-            inputs.load_inputs(input_specs, comp.parameter_names)
-        compare.check_count(comp, args)
-        arrays = flatten_arguments(comp, args)
-        result_leaves = leaf_shapes(comp.result_shapes)
-        expected = inputs.load_inputs(expected_specs, [f"result_{i}" for i in range(len(result_leaves))],
-                                      option="--expected-output")
-        compare.check_expected_count(expected, result_leaves)
-        outputs = compare.output_plan(output_specs, len(result_leaves))
-        # The backends' own checks (hlogen.preflight, exit 2 too) run in the child, which
-        # raises their HlogenErrors here: the module is legalized once, not twice.
-        folder = child.folder(comp, arrays, file)
-        cache = None if no_cache else str(default_directory())
-        runs = []
-        for k, b in enumerate(backends):
-            who = "the interpreter" if b == "interpret" else "XLA"
-            answer = child.ask(folder, {"action": "run", "backends": [b], "repeat": repeat,
-                                        "cache": cache}, who, file)
-            run_info = answer["runs"][0]
-            run_info["results"] = isolation.read_arrays(folder / "outputs0")
-            runs.append(run_info)
-        flat = runs[0]["results"]
-        for i, array in enumerate(flat):
-            click.echo(f"result[{i}]: {compare.shape_of(array)}")
-            click.echo(np.array2string(np.asarray(array), threshold=1000))
-        for r in runs:
-            if verbose:
-                how = {"hit": "loaded from the cache", "miss": "compiled, stored in the cache",
-                       "off": "compiled"}[r["cache"]] if r["backend"] != "interpret" else "prepared"
-                click.echo(f"{r['backend']}: {how} in {r['compile_seconds'] * 1e3:.1f} ms", err=True)
-            if repeat > 1:
-                t = r["times"]
-                click.echo(f"{repeat} runs on {r['backend']}: min {min(t) * 1e3:.3f} ms, median "
-                           f"{statistics.median(t) * 1e3:.3f} ms, max {max(t) * 1e3:.3f} ms", err=True)
-        compare.save_outputs(outputs, flat, write_atomically)
-        failed = False
-        if check_interpret:
-            verdicts = compare.compare_all(flat, runs[1]["results"], rtol, atol)
-            for i, v in enumerate(verdicts):
-                click.echo(f"result[{i}]: {runs[0]['backend']} vs interpret: {v.describe('interpret')}")
-            if not all(v.ok for v in verdicts):
-                failed = True
-                if explain:
-                    answer = child.ask(folder, {"action": "explain", "backend": backend,
-                                                "max_ulp": 3, "atol": atol}, "XLA", file)
-                    click.echo(f"explain: {answer['explain'] or 'every intermediate value of @main agrees within 3 ULP; the difference comes from the results as a whole'}")
-        if expected:
-            verdicts = compare.compare_all(flat, expected, rtol, atol)
-            for i, v in enumerate(verdicts):
-                click.echo(f"result[{i}]: {v.describe('expected')}")
-            failed |= not all(v.ok for v in verdicts)
-    if failed:
-        sys.exit(1)
+    code = isolation.run_in_child(work, arguments, file, timeout, distributed, _DEBUG["on"])
+    if code:
+        sys.exit(code)
 
 
 # -- compile ------------------------------------------------------------------------------
@@ -356,33 +323,11 @@ def _run_and_report(file, function_name, input_specs, default_inputs, backend, c
 @reports_errors
 def compile_command(file, function_name, backend, output, hlo, cost, no_cache, verbose):
     """Compile IN with XLA: its optimized HLO, its serialized executable, its cost analysis."""
-    from hlogen_cli import isolation
     if not (output or cost):
         hlo = True
-    with isolation.start([backend]) as child:
-        from hlogen.runtime.cache import default_directory
-        from hlogen_cli import sources
-        comp = sources.computation_from(file, function_name)
-        folder = child.folder(comp, [], file)
-        answer = child.ask(folder, {"action": "compile", "backend": backend, "hlo": hlo,
-                                    "cost": cost, "serialize": bool(output),
-                                    "cache": None if no_cache else str(default_directory())},
-                           "XLA", file)
-        if hlo:
-            click.echo((folder / "optimized.hlo").read_text().rstrip("\n"))
-        if cost:
-            for name, value in sorted(answer["cost"].items(), key=lambda kv: ("{" in kv[0], kv[0])):
-                click.echo(f"{name}: {value:g}")
-        if output:
-            data = (folder / "executable.bin").read_bytes()
-            write_atomically(pathlib.Path(output), data)
-            click.echo(f"{output}: serialized executable for {answer['backend']} "
-                       f"({len(data)} bytes)", err=True)
-        if verbose:
-            how = {"hit": "loaded from the cache", "miss": "compiled, stored in the cache",
-                   "off": "compiled"}[answer["cache"]]
-            click.echo(f"{answer['backend']}: {how} in {answer['compile_seconds'] * 1e3:.1f} ms",
-                       err=True)
+    _in_child("run:compile_module", {"file": file, "function_name": function_name,
+                                     "backend": backend, "output": output, "hlo": hlo,
+                                     "cost": cost, "no_cache": no_cache, "verbose": verbose}, file)
 
 
 # -- cache --------------------------------------------------------------------------------
@@ -473,17 +418,7 @@ def samples_show(name):
 @reports_errors
 def samples_run(name, backend):
     """Run sample NAME on default inputs (printed first)."""
-    from hlogen_cli import samples as sample_files
-    path, function_name, fn = sample_files.find(name)
-
-    def default_inputs(comp):
-        arrays = sample_files.default_inputs(comp)
-        for n, a in zip(comp.parameter_names, arrays):
-            click.echo(f"input {n}: {sample_files.literal(a)}")
-        return arrays
-
-    _run_and_report(str(path), function_name, (), default_inputs, backend, False, False, (),
-                    1e-5, 1e-6, (), 1, False, False)
+    _in_child("run:run_sample", {"name": name, "backend": backend}, name)
 
 
 @main.command()

@@ -206,8 +206,6 @@ def test_check_interpret_explains_the_first_divergence(tmp_path):
 @pytest.mark.parametrize("args,message", [
     (["--explain"], "--explain needs --check-interpret"),
     (["--check-interpret", "--backend", "interpret"], "choose --backend cpu or gpu"),
-    (["--replicas", "2"], "--replicas 2: hlogen runs one replica"),
-    (["--num-processes", "2"], "hlogen runs in one process"),
     (["--output", "out.txt"], "--output 'out.txt': use out.npz"),
     (["--output", "@a.npy", "--output", "@b.npy", "--output", "@c.npy", "--output", "@d.npy"],
      "--output: 4 given, the computation has 3 result(s)"),
