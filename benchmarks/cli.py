@@ -3,10 +3,15 @@
 Modules: a 512x512 matmul, a 2000-op element-wise chain, and a tiny module. For each,
 a cold run (empty executable cache) and a second run (the cache holds the executable),
 as subprocesses; wall time of the whole command, and compile time as the child reports
-it (`hlogen run -v`). Then where a cold run's time goes: Python and imports, jax and
-the backend, compile.
+it (`hlogen run -v`). Then where a cached run of the chain spends its time, step by
+step in fresh processes: Python, the parent's imports, the child's reading of the
+module, jax and the backend, the cache hit.
 
-    python benchmarks/cli.py [--rounds N]
+Python's bytecode is cached as an installed package has it (in a temporary
+PYTHONPYCACHEPREFIX, warmed by one run first), even where PYTHONDONTWRITEBYTECODE is
+set; --no-bytecode-cache measures with the environment as it is.
+
+    python benchmarks/cli.py [--rounds N] [--no-bytecode-cache]
 """
 from __future__ import annotations
 
@@ -56,12 +61,15 @@ MODULES = {  # name: (text, inputs)
 HLOGEN = [sys.executable, "-m", "hlogen_cli.main"]
 
 
+ENV = dict(os.environ)
+
+
 def run_once(path, inputs, cache_dir) -> tuple[float, float]:
     """(wall seconds, compile seconds) of one `hlogen run -v`."""
     args = [*HLOGEN, "run", str(path), "-v", "--backend", "cpu"] + [a for i in inputs for a in ("--input", i)]
     start = time.perf_counter()
     done = subprocess.run(args, capture_output=True, text=True,
-                          env=dict(os.environ, HLOGEN_CACHE_DIR=str(cache_dir)))
+                          env=dict(ENV, HLOGEN_CACHE_DIR=str(cache_dir)))
     wall = time.perf_counter() - start
     if done.returncode != 0:
         raise SystemExit(f"hlogen run failed: {done.stderr}")
@@ -69,25 +77,52 @@ def run_once(path, inputs, cache_dir) -> tuple[float, float]:
     return wall, float(m.group(1)) / 1e3
 
 
-def wall_of(code: str) -> float:
+def wall_of(code: str, env: dict) -> float:
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-c", code], capture_output=True, check=True)
+    subprocess.run([sys.executable, "-c", code], capture_output=True, check=True, env=env)
     return time.perf_counter() - start
+
+
+def steps(chain_path, cache_dir) -> dict:
+    """Fresh-process code for each step of a cached run of the chain, cumulative."""
+    read = (f"import hlogen_cli.run, hlogen as hg, pathlib; "
+            f"comp = hg.load(pathlib.Path({str(chain_path)!r}))")
+    backend = read + "; from hlogen.runtime import pjrt; pjrt.client('cpu')"
+    hit = (backend + f"; from hlogen.runtime.cache import ExecutableCache; "
+           f"exe = pjrt.compile(comp, 'cpu', ExecutableCache({str(cache_dir)!r})); "
+           f"assert exe.cache_outcome == 'hit'")
+    steps = {
+        "python -c pass": "pass",
+        "+ import hlogen_cli.main (the parent: all `hlogen --help` needs too)": "import hlogen_cli.main",
+        "import hlogen + read the 2000-op module (the child, before any backend)": read,
+        "+ import jax, start the CPU backend": backend,
+        "+ the cache hit: key, read, deserialize": hit,
+    }
+    # each ends as the child does: without tearing jax down
+    return {label: code + "; import os; os._exit(0)" for label, code in steps.items()}
 
 
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=5)
-    rounds = parser.parse_args().rounds
-    print(f"# {machine()}, load {os.getloadavg()[0]:.2f}, {rounds} rounds, medians")
-    print("| module | cold run: wall | cold: compile | cached run: wall | cached: compile "
-          "| compile speed-up | end-to-end speed-up |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
+    parser.add_argument("--no-bytecode-cache", action="store_true")
+    options = parser.parse_args()
+    rounds = options.rounds
     with tempfile.TemporaryDirectory() as tmp:
         folder = pathlib.Path(tmp)
+        if not options.no_bytecode_cache:
+            ENV.pop("PYTHONDONTWRITEBYTECODE", None)
+            ENV["PYTHONPYCACHEPREFIX"] = str(folder / "pycache")
+        print(f"# {machine()}, load {os.getloadavg()[0]:.2f}, {rounds} rounds, medians, "
+              f"bytecode {'as the environment has it' if options.no_bytecode_cache else 'cached'}")
+        print("| module | cold run: wall | cold: compile | cached run: wall | cached: compile "
+              "| compile speed-up | end-to-end speed-up |")
+        print("| --- | --- | --- | --- | --- | --- | --- |")
+        paths = {}
         for name, (text, inputs) in MODULES.items():
-            path = folder / f"{name.replace(' ', '_')}.mlir"
+            paths[name] = path = folder / f"{name.replace(' ', '_')}.mlir"
             path.write_text(text)
+            run_once(path, inputs, folder / "cache-warm-up")  # bytecode, page cache
             cold, warm = [], []
             for r in range(rounds):  # interleaved: noise falls on both alike
                 cache = folder / f"cache-{name}-{r}"
@@ -97,17 +132,11 @@ def main():
             ww, wc = statistics.median(w[0] for w in warm), statistics.median(w[1] for w in warm)
             print(f"| {name} | {cw:.2f} s | {cc * 1e3:.0f} ms | {ww:.2f} s | {wc * 1e3:.1f} ms "
                   f"| {cc / wc:.0f}x | {cw / ww:.1f}x |")
-    print()
-    print("where a cold run's time goes (each a fresh process, medians):")
-    parts = {
-        "python -c pass": "pass",
-        "import hlogen_cli.main (hlogen --help)": "import hlogen_cli.main",
-        "import hlogen (the parent's checks)": "import hlogen",
-        "import hlogen + jax, start the CPU backend (the child)":
-            "import hlogen, jax; jax.devices('cpu')",
-    }
-    for label, code in parts.items():
-        print(f"- {label}: {statistics.median(wall_of(code) for _ in range(rounds)):.2f} s")
+        print(f"\nload after: {os.getloadavg()[0]:.2f}")
+        print("\nwhere a cached run of the chain spends its time (fresh processes, medians):")
+        env = dict(ENV, HLOGEN_CACHE_DIR=str(folder / "cache-warm-up"))
+        for label, code in steps(paths["chain 2000"], folder / "cache-warm-up").items():
+            print(f"- {label}: {statistics.median(wall_of(code, env) for _ in range(rounds)):.3f} s")
 
 
 if __name__ == "__main__":

@@ -243,7 +243,8 @@ _VALUE_HELP = ("2x3xf32=1,2,3,4,5,6, \"2x3xf32=[1 2 3][4 5 6]\", 2x3xf32=0 (a sp
               help="One per parameter, in order: " + _VALUE_HELP + ". With --replicas N: one "
                    "per parameter, the same on every replica or with a leading dimension of N "
                    "(replica r gets [r]); or one per parameter per replica (replica 0's, then "
-                   "replica 1's, ...).")
+                   "replica 1's, ...); across processes, also one per parameter per replica of "
+                   "this process.")
 @click.option("--backend", type=click.Choice(["cpu", "gpu", "interpret"]), default=None,
               help="PJRT backend, or the StableHLO reference interpreter (default: jax's default device).")
 @click.option("--check-interpret", is_flag=True,

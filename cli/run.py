@@ -164,7 +164,8 @@ def _join(arguments: dict) -> None:
     try:
         hg.distributed.initialize(**arguments)
     except HlogenError as e:
-        raise ExecutionError(str(e)) from None
+        raise ExecutionError(f"process {arguments['process_id']} of "
+                             f"{arguments['num_processes']}: {e}") from None
 
 
 def compiled(comp, backend: str | None, no_cache: bool, num_replicas: int = 1):
