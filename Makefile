@@ -46,6 +46,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/dispatch.py
 	$(PY) benchmarks/softmax.py
 	$(PY) benchmarks/linalg.py
+	$(PY) benchmarks/collectives.py
 
 clean:
 	rm -rf $(VENV) out .pytest_cache .hypothesis *.egg-info
