@@ -217,22 +217,26 @@ def status(phase: str, **info) -> None:
         _send(_STATUS, json.dumps(dict(info, phase=phase)).encode())
 
 
-class _Stream(io.TextIOBase):
-    """The child's sys.stdout or sys.stderr: text sent to the parent as it is written."""
+class _Frames(io.RawIOBase):
+    """Bytes sent to the parent as frames of one tag, as they are written."""
 
     def __init__(self, tag: bytes):
         self._tag = tag
 
-    @property
-    def encoding(self):
-        return "utf-8"
-
     def writable(self):
         return True
 
-    def write(self, text: str) -> int:
-        _send(self._tag, text.encode("utf-8", "replace"))
-        return len(text)
+    def write(self, data) -> int:
+        if data:
+            _send(self._tag, bytes(data))
+        return len(data)
+
+
+def _stream(tag: bytes) -> io.TextIOWrapper:
+    """The child's sys.stdout or sys.stderr: a text stream whose every write reaches
+    the parent at once."""
+    return io.TextIOWrapper(_Frames(tag), encoding="utf-8", errors="replace",
+                            write_through=True)
 
 
 def _child(config: dict) -> None:
@@ -240,7 +244,7 @@ def _child(config: dict) -> None:
     import resource
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a native abort leaves no core file
     _pipe = config["pipe"]
-    sys.stdout, sys.stderr = _Stream(_STDOUT), _Stream(_STDERR)
+    sys.stdout, sys.stderr = _stream(_STDOUT), _stream(_STDERR)
     import importlib
     import click
     from hlogen_cli import main

@@ -1,16 +1,26 @@
 """The README's command-line examples ("## Command line") run as written, outputs
-included; `...` in an expected line stands for any text, a line of `...` for any lines."""
+included; `...` in an expected line stands for any text, a line of `...` for any lines.
+
+A command ending in `&` (with `> FILE`) runs as a real process in the background, and
+`wait; cat FILE` waits for it (at most 120 s: killed and failed after that, never a
+hang) and shows what it printed: the two-process example, whose coordinator port (12355
+in the README) is replaced by a free one."""
 from __future__ import annotations
 
 import pathlib
 import re
 import shlex
+import subprocess
+import sys
 
 from click.testing import CliRunner
 
 from hlogen_cli.main import main
+from tests.test_cli_replicas import free_port
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
+README_PORT = "localhost:12355"
+BACKGROUND_SECONDS = 120
 
 
 def _session() -> str:
@@ -28,15 +38,55 @@ def _pattern(expected: str) -> re.Pattern:
     return re.compile("".join(parts))
 
 
+def _in_background(args: list[str]) -> subprocess.Popen:
+    """`hlogen ARGS [> FILE] &` as a process."""
+    args, target = args[:-1], None
+    if ">" in args:
+        args, target = args[:args.index(">")], args[args.index(">") + 1]
+    with open(target, "w") if target else open("/dev/null", "w") as out:
+        return subprocess.Popen([sys.executable, "-m", "hlogen_cli.main", *args[1:]], stdout=out,
+                                stderr=subprocess.PIPE, text=True)
+
+
+def _wait(background: list[subprocess.Popen]) -> None:
+    for process in background:
+        try:
+            _, err = process.communicate(timeout=BACKGROUND_SECONDS)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            _, err = process.communicate()
+            raise AssertionError(f"a background hlogen did not end in {BACKGROUND_SECONDS} s: {err}")
+        assert process.returncode == 0, err
+    background.clear()
+
+
 def test_every_command_of_the_command_line_section(tmp_path, monkeypatch):
     monkeypatch.setenv("HLOGEN_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.chdir(ROOT)
+    (ROOT / "out" / "cli").mkdir(parents=True, exist_ok=True)
+    port = f"localhost:{free_port()}"
     commands = re.split(r"^\$ ", _session(), flags=re.M)[1:]
-    assert len(commands) >= 8
-    for command in commands:
-        line, _, expected = command.partition("\n")
-        args = shlex.split(line)
-        assert args[0] == "hlogen"
-        result = CliRunner().invoke(main, args[1:], catch_exceptions=False)
-        assert result.exit_code == 0, f"$ {line}\n{result.output}"
-        assert _pattern(expected).fullmatch(result.output), f"$ {line}\n{result.output}"
+    assert len(commands) >= 10
+    background: list[subprocess.Popen] = []
+    try:
+        for command in commands:
+            line, _, expected = command.partition("\n")
+            line = line.replace(README_PORT, port)
+            if line.startswith("wait; "):
+                _wait(background)
+                done = subprocess.run(line[len("wait; "):], shell=True, capture_output=True, text=True)
+                output, code = done.stdout, done.returncode
+            else:
+                args = shlex.split(line)
+                assert args[0] == "hlogen"
+                if args[-1] == "&":
+                    background.append(_in_background(args))
+                    continue
+                result = CliRunner().invoke(main, args[1:], catch_exceptions=False)
+                output, code = result.output, result.exit_code
+            assert code == 0, f"$ {line}\n{output}"
+            assert _pattern(expected).fullmatch(output), f"$ {line}\n{output}"
+    finally:
+        for process in background:  # never left running
+            process.kill()
+            process.wait()
