@@ -10,11 +10,11 @@ this process only watches it:
 - it starts the child at once, before importing anything heavy; the child reads
   and checks the module and the inputs (exit 2 before any backend starts), then
   imports jax, compiles and runs; nothing is parsed or imported twice;
-- it passes on what the child prints (the child's Python output goes through two
-  pipes; what native code prints goes to a file, of which the last line is quoted
-  when the child dies);
-- it shows the child's status lines (a third pipe: joining, compiling, running i of
-  n) on a progress line when its standard error is a terminal;
+- it passes on what the child prints, in the order printed (the child's Python output
+  and its status messages share one pipe, as frames; what native code prints goes to
+  a file, of which the last line is quoted when the child dies);
+- it shows the child's status (joining, compiling, running i of n) on a progress
+  line when its standard error is a terminal;
 - it reports the child's death as "XLA/the interpreter aborted (SIGABRT) while
   running FILE", exit status 1 (the child leaves no core file), and kills a child
   still working at the deadline (`hlogen run --timeout`), exit status 1 too.
@@ -41,8 +41,7 @@ from hlogen_cli.progress import Progress
 
 _SHUTDOWN_SECONDS = 30  # how long a distributed child may take to leave jax's runtime
 # The child's one pipe to the parent carries frames: a tag, the payload's length (4 bytes,
-# big-endian), the payload. Its standard output and error share it, so that what it
-# prints comes out in the order printed.
+# big-endian), the payload.
 _STDOUT, _STDERR, _STATUS, _DONE = b"o", b"e", b"s", b"d"
 
 
@@ -122,27 +121,32 @@ class _Watch:
         raise _failed(self._death(file, self._proc.wait()))
 
     def _take(self, data: bytes) -> None:
+        """Acts on each whole frame received so far."""
         self._received += data
-        while len(self._received) >= 5:
-            size = int.from_bytes(self._received[1:5], "big")
-            if len(self._received) < 5 + size:
-                return
-            tag, payload = self._received[:1], self._received[5:5 + size]
-            self._received = self._received[5 + size:]
-            if tag in self._decoders:
-                self.progress.clear()
-                stream = sys.stdout if tag == _STDOUT else sys.stderr
-                stream.write(self._decoders[tag].decode(payload))
-                stream.flush()
-            elif tag == _DONE:
-                self.code = int(payload)
-            elif tag == _STATUS:
-                self.status = json.loads(payload)
-                if self.status.get("total", 1) > 1:
-                    self.progress.count(_describe(self.status), self.status["done"],
-                                        self.status["total"])
-                else:
-                    self.progress.phase(_describe(self.status))
+        at = 0
+        while len(self._received) - at >= 5:
+            size = int.from_bytes(self._received[at + 1:at + 5], "big")
+            if len(self._received) - at < 5 + size:
+                break
+            self._frame(self._received[at:at + 1], self._received[at + 5:at + 5 + size])
+            at += 5 + size
+        self._received = self._received[at:]
+
+    def _frame(self, tag: bytes, payload: bytes) -> None:
+        if tag in self._decoders:
+            self.progress.clear()
+            stream = sys.stdout if tag == _STDOUT else sys.stderr
+            stream.write(self._decoders[tag].decode(payload))
+            stream.flush()
+        elif tag == _DONE:
+            self.code = int(payload)
+        elif tag == _STATUS:
+            self.status = json.loads(payload)
+            if self.status.get("total", 1) > 1:
+                self.progress.count(_describe(self.status), self.status["done"],
+                                    self.status["total"])
+            else:
+                self.progress.phase(_describe(self.status))
 
     def _death(self, file: str, returncode: int) -> str:
         self._stderr.seek(0)
@@ -193,6 +197,7 @@ def _last_line(stderr: bytes) -> str:
 # -- the child ------------------------------------------------------------------------------
 
 _pipe = None  # the child's pipe to the parent; None outside a child
+_lock = threading.Lock()  # threads of the work (jax's, logging's) print too
 _started = time.monotonic()
 
 
@@ -255,7 +260,7 @@ def _child(config: dict) -> None:
         work(**config["arguments"])
         code = 0
     except SystemExit as e:
-        code = e.code if isinstance(e.code, int) else 1
+        code = 0 if e.code is None else e.code if isinstance(e.code, int) else 1
     except click.ClickException as e:
         e.show()
         code = e.exit_code
@@ -263,9 +268,6 @@ def _child(config: dict) -> None:
     if config["distributed"]:
         sys.exit(code)  # jax's shutdown: a barrier of every process
     os._exit(code)  # everything is said: no teardown of jax
-
-
-_lock = threading.Lock()  # threads of the work (jax's, logging) print too
 
 
 if __name__ == "__main__":

@@ -12,6 +12,8 @@ import dataclasses
 
 import click
 
+from hlogen_cli import isolation
+
 
 @dataclasses.dataclass
 class RunOptions:
@@ -88,39 +90,19 @@ def _is_host_port(text: str) -> bool:
 
 def run(file: str, function_name: str | None, options: dict, default_inputs=None) -> None:
     """`hlogen run`: exit 2 for bad input (before the backend starts), 1 when a result
-    differs from the interpreter's or the expected one."""
+    differs from the interpreter's or the expected one. `default_inputs(comp)`: the
+    arguments when no --input is given (`hlogen samples run`)."""
     import sys
     import numpy as np
-    from hlogen.errors import InputError
-    from hlogen.runtime.arrays import flatten_arguments, leaf_shapes
-    from hlogen_cli import compare, inputs, replicas, sources
+    from hlogen.runtime.arrays import leaf_shapes
+    from hlogen_cli import compare, replicas, sources
     o = RunOptions(**options)
     comp = sources.computation_from(file, function_name)
-    given = default_inputs(comp) if default_inputs else \
-        inputs.load_inputs(o.input_specs, comp.parameter_names)
-    if o.replicas == 1:
-        compare.check_count(comp, given)
     local = replicas.local_replicas(o.replicas, o.num_processes, o.process_id)
-    per_replica_args = []
-    for r, args in zip(local, replicas.split(
-            given, comp.parameter_shapes, comp.parameter_names, o.replicas, local, "--input",
-            f"{comp.name} takes {len(comp.parameter_shapes)} argument(s)")):
-        try:
-            per_replica_args.append(flatten_arguments(comp, args))
-        except InputError as e:
-            raise InputError(f"replica {r}: {e}" if o.replicas > 1 else str(e)) from None
-    result_leaves = leaf_shapes(comp.result_shapes)
-    result_names = [f"result_{i}" for i in range(len(result_leaves))]
-    expected = inputs.load_inputs(o.expected_specs, result_names, option="--expected-output")
-    if expected and o.replicas == 1:
-        compare.check_expected_count(expected, result_leaves)
-    if expected:
-        expected = replicas.split(expected, result_leaves, result_names, o.replicas, local,
-                                  "--expected-output",
-                                  f"{comp.name} has {len(result_leaves)} result(s)")
-    outputs = compare.output_plan(o.output_specs, len(result_leaves))
+    per_replica_args = _arguments(comp, o, local, default_inputs)
+    expected = _expected(comp, o, local)
+    outputs = compare.output_plan(o.output_specs, len(leaf_shapes(comp.result_shapes)))
     if o.is_distributed:
-        from hlogen_cli import isolation
         _join(o.join_arguments(isolation.elapsed()))
     backends = [o.backend] + (["interpret"] if o.check_interpret else [])
     runs = [_run_on(comp, b, per_replica_args, local, o) for b in backends]
@@ -139,7 +121,6 @@ def run(file: str, function_name: str | None, options: dict, default_inputs=None
                                 f"{runs[0]['backend']} vs interpret: ", "interpret")
         if failed and o.explain:
             from hlogen.conformance import first_divergence
-            from hlogen_cli import isolation
             isolation.status("explain")
             found = first_divergence(comp, per_replica_args[0], backend=o.backend or "cpu",
                                      max_ulp=3, atol=o.atol)
@@ -148,6 +129,43 @@ def run(file: str, function_name: str | None, options: dict, default_inputs=None
         failed |= not _compared(got, expected, local, o, "", "expected")
     if failed:
         sys.exit(1)
+
+
+def _arguments(comp, o: RunOptions, local: list, default_inputs) -> list:
+    """The leaf arrays of each local replica's arguments, from --input (replicas.py's
+    forms), checked against the parameters."""
+    from hlogen.errors import InputError
+    from hlogen.runtime.arrays import flatten_arguments
+    from hlogen_cli import compare, inputs, replicas
+    given = default_inputs(comp) if default_inputs else \
+        inputs.load_inputs(o.input_specs, comp.parameter_names)
+    if o.replicas == 1:
+        compare.check_count(comp, given)
+    per_replica = replicas.split(given, comp.parameter_shapes, comp.parameter_names, o.replicas,
+                                 local, "--input",
+                                 f"{comp.name} takes {len(comp.parameter_shapes)} argument(s)")
+    arrays = []
+    for r, args in zip(local, per_replica):
+        try:
+            arrays.append(flatten_arguments(comp, args))
+        except InputError as e:
+            raise InputError(f"replica {r}: {e}" if o.replicas > 1 else str(e)) from None
+    return arrays
+
+
+def _expected(comp, o: RunOptions, local: list) -> list:
+    """Each local replica's expected results (--expected-output), or []."""
+    from hlogen.runtime.arrays import leaf_shapes
+    from hlogen_cli import compare, inputs, replicas
+    leaves = leaf_shapes(comp.result_shapes)
+    names = [f"result_{i}" for i in range(len(leaves))]
+    expected = inputs.load_inputs(o.expected_specs, names, option="--expected-output")
+    if not expected:
+        return []
+    if o.replicas == 1:
+        compare.check_expected_count(expected, leaves)
+    return replicas.split(expected, leaves, names, o.replicas, local, "--expected-output",
+                          f"{comp.name} has {len(leaves)} result(s)")
 
 
 def _write(path, data: bytes) -> None:
@@ -159,7 +177,6 @@ def _join(arguments: dict) -> None:
     """Joins jax's distributed runtime; not getting there is a failed run (exit 1)."""
     import hlogen as hg
     from hlogen.errors import ExecutionError, HlogenError
-    from hlogen_cli import isolation
     isolation.status("join", **arguments)
     try:
         hg.distributed.initialize(**arguments)
@@ -173,7 +190,6 @@ def compiled(comp, backend: str | None, no_cache: bool, num_replicas: int = 1):
     executable cache unless `no_cache`; its `cache_outcome` and `compile_seconds` say
     what the cache did and how long it took."""
     import hlogen as hg
-    from hlogen_cli import isolation
     isolation.status("compile", backend=backend)
     if backend == "interpret":
         exe = hg.compile(comp, backend="interpret", num_replicas=num_replicas)
@@ -191,7 +207,6 @@ def _run_on(comp, backend, per_replica_args: list, local: list, o: RunOptions) -
     arrays per replica)."""
     import time
     import numpy as np
-    from hlogen_cli import isolation
     exe = compiled(comp, backend, o.no_cache, o.replicas)
     if list(exe.local_replicas) != local:
         raise RuntimeError(f"this process runs replicas {exe.local_replicas}, the command "
