@@ -202,3 +202,22 @@ def test_concurrent_runs_share_the_cache(tmp_path, env):
         assert "[ 3.  6.  9. 12.]" in out
     info = hlogen("cache", "info", env=env).stdout
     assert "entries: 1 " in info and "valid: 1" in info
+
+
+def test_run_leaves_reading_and_running_to_its_child(tmp_path):
+    # The parent starts the child first and parses nothing: hlogen and jax are the
+    # child's imports only (what a cached run's time is made of: benchmarks/cli.py).
+    (tmp_path / "m.mlir").write_text(TINY)
+    code = textwrap.dedent(f"""
+        import sys
+        from hlogen_cli.main import main
+        try:
+            main(["run", {str(tmp_path / 'm.mlir')!r}, "--input", "4xf32=1", "--input", "4xf32=2"])
+        except SystemExit as e:
+            assert not e.code, e.code
+        assert not {{"hlogen", "jax", "numpy"}} & set(sys.modules), "the parent imported them"
+    """)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            env=dict(os.environ, HLOGEN_CACHE_DIR=str(tmp_path / "c")))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "result[0]: f32[4]\n[3. 3. 3. 3.]\n"
