@@ -23,7 +23,9 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples"
 _spec = importlib.util.spec_from_file_location("benchmarks_cli", ROOT / "benchmarks" / "cli.py")
 benchmarks_cli = importlib.util.module_from_spec(_spec)
+_path = list(sys.path)
 _spec.loader.exec_module(benchmarks_cli)  # its 2000-op chain compiles in about a second
+sys.path[:] = _path  # (it puts benchmarks/ on the path for its own imports)
 
 
 @pytest.fixture
