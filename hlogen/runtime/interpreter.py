@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import collections
 import os
+import time
 
 import numpy as np
 from jaxlib.mlir import ir
@@ -38,13 +39,16 @@ class Interpreted:
     """The interpreter as an executable: same calling convention as a PJRT Executable."""
 
     backend = "interpret"
+    cache_outcome = "off"  # as a PJRT Executable's: no disk cache here
 
     def __init__(self, computation: Computation, num_replicas: int = 1):
         check_signature(computation)
         self.computation = computation
         self.num_replicas = num_replicas
         self.local_replicas = list(range(num_replicas))
+        start = time.perf_counter()
         self._prepared, self._module = _prepare_cached(computation, num_replicas)
+        self.compile_seconds = time.perf_counter() - start
         self._params = leaf_shapes(computation.parameter_shapes)
 
     def __repr__(self) -> str:
