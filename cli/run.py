@@ -55,8 +55,13 @@ class RunOptions:
             (self.process_id >= p,
              f"--process-id {self.process_id} is out of range: --num-processes {p} numbers "
              f"the processes 0..{p - 1}"),
+            (p == 1 and self.coordinator is not None,
+             "--coordinator needs --num-processes P (2 or more): the processes that meet there"),
             (self.coordinator is not None and not _is_host_port(self.coordinator),
              f"--coordinator {self.coordinator!r}: expected HOST:PORT, e.g. localhost:12345"),
+            (self.coordinator is not None and _is_host_port(self.coordinator) and
+             not 0 < int(self.coordinator.rpartition(":")[2]) < 65536,
+             f"--coordinator {self.coordinator!r}: the port must be in 1..65535"),
             (n % p != 0,
              f"--replicas {n} cannot be shared by --num-processes {p}: each process runs as "
              f"many replicas (give a multiple of {p})"),
@@ -83,7 +88,7 @@ class RunOptions:
 
 def _is_host_port(text: str) -> bool:
     host, _, port = text.rpartition(":")
-    return bool(host) and port.isdigit() and 0 < int(port) < 65536
+    return bool(host) and port.isdigit()
 
 
 # -- in the child -----------------------------------------------------------------------------

@@ -46,10 +46,12 @@ def initialize(coordinator: str, num_processes: int, process_id: int,
         raise HlogenError(f"distributed.initialize: coordinator must be a string HOST:PORT "
                           f"(e.g. localhost:12345), got {coordinator!r}")
     host, _, port = coordinator.rpartition(":")
-    if not host or not port.isdigit() or not 0 < int(port) < 65536 or \
-            any(c.isspace() for c in coordinator):
+    if not host or not port.isdigit() or any(c.isspace() for c in coordinator):
         raise HlogenError(f"distributed.initialize: coordinator must be HOST:PORT (e.g. "
                           f"localhost:12345), got {coordinator!r}")
+    if not 0 < int(port) < 65536:
+        raise HlogenError(f"distributed.initialize: the port of coordinator {coordinator!r} "
+                          f"must be in 1..65535")
     wanted = (coordinator, num_processes, process_id)
     if _joined == wanted:
         return

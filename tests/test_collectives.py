@@ -219,6 +219,8 @@ def _emits(fn, shape=hg.f32[4, 4]):
     (lambda x: ops.all_reduce(x, add, [[0], []]), "empty group"),
     (lambda x: ops.all_reduce(x, add, "01"), "list of lists of replica ids"),
     (lambda x: ops.all_gather(x, 0, 2, [[0, 1], [2]]), "must all have the same size"),
+    (lambda x: ops.all_gather(ops.slice(x, [0, 0], [0, 4]), 0, 2),
+     "all_gather_dim=0 is a dimension of size 0"),
     (lambda x: ops.all_gather(x, 0, 3, [[0, 1], [2, 3]]), r"shard_count=3 must equal the size of each replica group \(2"),
     (lambda x: ops.all_gather(x, 2, 2), r"all_gather_dim=2 must be a dimension number in \[0, 2\)"),
     (lambda x: ops.all_gather(x, 0, 0), "shard_count must be a positive integer"),
@@ -241,7 +243,9 @@ def test_bad_arguments_name_the_rule(fn, message):
 
 @pytest.mark.parametrize("fn, replicas, message", [
     (lambda x: ops.all_reduce(x, add, [[0, 1]]), 4, r"not a partition of the 4 replicas: \[2, 3\] in no group"),
-    (lambda x: ops.all_gather(x, 0, 4), 2, r"not a partition of the 2 replicas: \[2, 3\] out of range"),
+    (lambda x: ops.all_gather(x, 0, 4), 2, r"shard_count=4 in the one group \[\[0, 1, 2, 3\]\] "
+                                          r"\(what replica_groups None gives\) does not fit 2 "
+                                          r"replicas: compile for 4"),
     (lambda x: ops.collective_permute(x, [(0, 3)]), 2, r"names replica\(s\) \[3\]; replica ids are \[0, 2\)"),
 ])
 def test_groups_that_do_not_fit_the_replica_count(fn, replicas, message):
@@ -258,7 +262,8 @@ def test_loaded_module_shard_count_must_match_empty_groups():
             replica_groups = dense<> : tensor<0x0xi64>} : (tensor<2xf32>) -> tensor<6xf32>
       return %r : tensor<6xf32>
     }""")
-    with pytest.raises(hg.ShapeError, match=r"shard_count=3 must equal the size of each replica "
+    with pytest.raises(hg.ShapeError, match=r"shard_count=3 \(from the result and operand "
+                                            r"dimensions\) must equal the size of each replica "
                                             r"group \(4: replica_groups is empty"):
         hg.compile(comp, num_replicas=4)
     got = run_replicated(comp, [[np.full(2, r, np.float32)] for r in range(3)])
@@ -284,6 +289,32 @@ def test_a_tuple_all_reduce_with_a_channel_runs_on_the_interpreter_only():
     xs, ys = operands(2, (4,)), operands(2, (3,), seed=1)
     check(run_replicated(comp, list(zip(xs, ys)), "interpret"),
           ref.all_reduce(list(zip(xs, ys)), np.add))
+
+
+def test_all_reduce_groups_of_different_sizes():
+    # the spec sets no size rule for AllReduce: StableHLO's 2-D attribute pads them with -1
+    comp = build([hg.f32[2]], lambda x: ops.all_reduce(x, add, [[0], [1, 2]]))
+    assert "[0, -1], [1, 2]" in comp.as_text()
+    xs = operands(3, (2,))
+    check(run_replicated(comp, [[a] for a in xs]), ref.all_reduce(xs, np.add, [[0], [1, 2]]))
+
+
+@pytest.mark.parametrize("fn, message", [
+    # the runner meets a collective's processes by channel: a second execution of the same
+    # op mixes its data with the first's (wrong, varying results)
+    (lambda x: ops.while_loop(lambda i, v: ops.lt(i, 2),
+                              lambda i, v: (ops.add(i, 1), ops.all_reduce(v, add)),
+                              (x.builder.constant(np.int32(0)), x))[1],
+     "stablehlo.all_reduce here: it runs more than once"),
+    (lambda x: ops.collective_permute(x, [(0, 0), (1, 1)]),
+     "stablehlo.collective_permute here: a replica that sends to itself"),
+])
+def test_what_the_interpreters_runner_cannot_do_is_refused(fn, message):
+    comp = build([hg.f32[2]], fn)
+    with pytest.raises(hg.UnsupportedError, match=r"reference interpreter cannot run " + message):
+        hg.compile(comp, backend="interpret", num_replicas=2)
+    xs = operands(2, (2,))
+    assert len(run_replicated(comp, [[a] for a in xs])) == 2  # XLA runs it
 
 
 # -- replicated executables ---------------------------------------------------------------------

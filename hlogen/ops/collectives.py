@@ -76,7 +76,11 @@ def check_partition(op_name: str, groups: list[list[int]], num_replicas: int | N
 
 
 def _groups_attr(groups: list[list[int]]) -> ir.Attribute:
-    array = np.array(groups, np.int64).reshape(len(groups), len(groups[0]) if groups else 0)
+    """StableHLO's 2-D replica_groups; groups of different sizes padded with -1 (as XLA's
+    StableHLO conversion does; both backends read it so)."""
+    width = max((len(g) for g in groups), default=0)
+    array = np.array([g + [-1] * (width - len(g)) for g in groups], np.int64).reshape(
+        len(groups), width)
     return ir.DenseIntElementsAttr.get(array, context=mlir.context())
 
 
@@ -180,15 +184,23 @@ def _divisible(op_name: str, shape: T.Shape, dim: int, arg: str, count: int) -> 
                          f"{shape.dimensions[dim]}) must be divisible by {arg}={count}")
 
 
+def _nonzero(op_name: str, shape: T.Shape, dim: int, arg: str) -> None:
+    if shape.dimensions[dim] == 0:
+        raise ShapeError(f"{op_name}: {arg}={dim} is a dimension of size 0 in operand {shape}; "
+                         f"StableHLO requires it to be non-empty")
+
+
 def all_gather_shape(shape: T.Shape, all_gather_dim: int, shard_count: int) -> T.Shape:
     """The operand's shape with all_gather_dim shard_count times larger."""
     check_dimension("all_gather", "all_gather_dim", all_gather_dim, shape.rank)
+    _nonzero("all_gather", shape, all_gather_dim, "all_gather_dim")
     return _scaled(shape, all_gather_dim, shape.dimensions[all_gather_dim] * shard_count)
 
 
 def reduce_scatter_shape(shape: T.Shape, scatter_dimension: int, shard_count: int) -> T.Shape:
     """The operand's shape with scatter_dimension shard_count times smaller."""
     check_dimension("reduce_scatter", "scatter_dimension", scatter_dimension, shape.rank)
+    _nonzero("reduce_scatter", shape, scatter_dimension, "scatter_dimension")
     _divisible("reduce_scatter", shape, scatter_dimension, "shard_count", shard_count)
     return _scaled(shape, scatter_dimension, shape.dimensions[scatter_dimension] // shard_count)
 
@@ -387,6 +399,11 @@ def _dense(op, name) -> list[list[int]]:
     return [values[r * cols:(r + 1) * cols] for r in range(rows)]
 
 
+def pairs_of(op: ir.Operation) -> list[tuple[int, int]]:
+    """The (source, target) pairs of a stablehlo.collective_permute."""
+    return [builtins.tuple(p) for p in _dense(op, "source_target_pairs")]
+
+
 def _dims(value) -> tuple:
     return builtins.tuple(ir.RankedTensorType(value.type).shape)
 
@@ -417,18 +434,25 @@ def check_replicas(op: ir.Operation, num_replicas: int) -> str | None:
     short = name.split(".")[-1]
     try:
         if name == "stablehlo.collective_permute":
-            pairs = [builtins.tuple(p) for p in _dense(op, "source_target_pairs")]
-            check_pairs(pairs, num_replicas)
+            check_pairs(pairs_of(op), num_replicas)
             return None
         if "replica_groups" not in op.attributes:
             return None
-        groups = _dense(op, "replica_groups")
-        check_partition(short, groups, num_replicas, name in _EQUAL_SIZES)
+        # groups of different sizes are padded with -1 in StableHLO's 2-D attribute
+        groups = [[r for r in g if r != -1] for g in _dense(op, "replica_groups")]
         count = _group_count(op)
+        what = "split_count" if short == "all_to_all" else "shard_count"
+        if count is not None and groups == [list(range(count))] and count != num_replicas:
+            # the group an op without replica_groups was emitted with
+            raise ShapeError(f"{short}: {what}={count} in the one group {groups} (what "
+                             f"replica_groups None gives) does not fit {num_replicas} replicas: "
+                             f"compile for {count}, or name replica groups that cover all "
+                             f"{num_replicas}")
+        check_partition(short, groups, num_replicas, name in _EQUAL_SIZES)
         size = len(groups[0]) if groups else num_replicas
         if count is not None and count != size:
-            what = "split_count" if short == "all_to_all" else "shard_count"
-            raise ShapeError(f"{short}: {what}={count} must equal the size of each replica group "
+            given = "" if short == "all_to_all" else " (from the result and operand dimensions)"
+            raise ShapeError(f"{short}: {what}={count}{given} must equal the size of each replica group "
                              f"({size}: " + (f"{groups})" if groups else
                                               f"replica_groups is empty, so every replica of the "
                                               f"{num_replicas})"))

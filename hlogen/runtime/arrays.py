@@ -101,3 +101,17 @@ def structure_results(result_shapes, flat: list):
 
 def leaf_shapes(shapes) -> list:
     return [leaf for s in shapes for leaf in T.leaves(s)]
+
+
+def replica_lists(exe, per_replica_args) -> list:
+    """`per_replica_args` checked to hold one list of arguments per local replica."""
+    if not isinstance(per_replica_args, (list, tuple)) or \
+            not all(isinstance(a, (list, tuple)) for a in per_replica_args):
+        raise InputError(f"run_replicated takes a list with one list of arguments per replica, "
+                         f"got {type(per_replica_args).__name__}")
+    want = len(exe.local_replicas)
+    if len(per_replica_args) != want:
+        which = "" if want == exe.num_replicas else f" (this process runs replicas {exe.local_replicas})"
+        raise InputError(f"{exe.computation.name} runs {want} replica(s){which}: pass one list "
+                         f"of arguments per replica, got {len(per_replica_args)}")
+    return list(per_replica_args)

@@ -23,11 +23,12 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 from jaxlib.mlir._mlir_libs import _stablehlo
 
-from hlogen import mlir
+from hlogen import mlir, preflight
 from hlogen.computation import Computation
-from hlogen.errors import ExecutionError, HlogenError, InputError, UnsupportedError
+from hlogen.errors import ExecutionError, HlogenError, UnsupportedError
 from hlogen.ops import collectives
-from hlogen.runtime.arrays import check_signature, flatten_arguments, leaf_shapes, structure_results
+from hlogen.runtime.arrays import (check_signature, flatten_arguments, leaf_shapes, replica_lists,
+                                   structure_results)
 from hlogen.runtime.execution import Prepared, prepare
 
 _prepared: collections.OrderedDict = collections.OrderedDict()
@@ -64,12 +65,8 @@ class Interpreted:
 
     def run_replicated(self, per_replica_args) -> list:
         """One result per replica; `per_replica_args` holds one list of arguments per replica."""
-        if not isinstance(per_replica_args, (list, tuple)) or len(per_replica_args) != \
-                self.num_replicas or not all(isinstance(a, (list, tuple)) for a in per_replica_args):
-            raise InputError(f"{self.computation.name} runs {self.num_replicas} replica(s): pass "
-                             f"a list with one list of arguments per replica")
         attrs = [mlir.dense_attr(a, s)
-                 for args in per_replica_args
+                 for args in replica_lists(self, per_replica_args)
                  for a, s in zip(flatten_arguments(self.computation, args), self._params)]
         with mlir.collected_diagnostics() as messages:
             try:
@@ -93,7 +90,7 @@ def _prepare_cached(computation: Computation, num_replicas: int) -> tuple[Prepar
         prepared = prepare(computation, for_interpreter=True, num_replicas=num_replicas)
         module = prepared.computation.module
         if num_replicas > 1 or any(op.name in collectives.OPS for op in mlir.walk(module)):
-            _check_threads(computation, num_replicas)
+            _check_runner(computation, module, num_replicas)
             module = _parallel(_as_partitions(module), num_replicas)
         found = _prepared[key] = (prepared, module)
         while len(_prepared) > _PREPARED_KEPT:
@@ -108,15 +105,42 @@ def _threads() -> int:
         return os.cpu_count() or 1
 
 
-def _check_threads(computation: Computation, num_replicas: int) -> None:
-    # run_parallel runs each replica on a thread of a pool with one thread per core;
-    # replicas beyond that wait for the others forever ("rendezvous timed out" aborts).
+def _check_runner(computation: Computation, module: ir.Module, num_replicas: int) -> None:
+    """Refuses what the interpreter's parallel runner deadlocks on (the process aborts with
+    "rendezvous timed out") or computes wrongly."""
+    where = computation.source or computation.name
+    # each replica runs on a thread of a pool of one thread per core; more wait forever
     threads = _threads()
     if num_replicas > threads:
         raise UnsupportedError(
-            f"{computation.name}: the reference interpreter runs replicas on one thread per "
-            f"core ({threads} here) and deadlocks (aborting the process) with more: "
+            f"{where}: the reference interpreter runs replicas on one thread per core "
+            f"({threads} here) and deadlocks (aborting the process) with more: "
             f"num_replicas={num_replicas} needs {num_replicas} cores")
+    for op in mlir.walk(module):
+        if op.name not in collectives.OPS or op.name in ("stablehlo.replica_id",
+                                                         "stablehlo.partition_id"):
+            continue
+        why = None
+        if _runs_repeatedly(op):
+            why = ("it runs more than once (in a while loop, or in a function other than "
+                   "main), and the runner mixes the data of a collective's executions")
+        elif op.name == "stablehlo.collective_permute" and any(
+                a == b for a, b in collectives.pairs_of(op)):
+            why = "a replica that sends to itself deadlocks its runner"
+        if why:
+            raise UnsupportedError(f"{preflight.located(op, where)}: the reference interpreter "
+                                   f"cannot run {op.name} here: {why}")
+
+
+def _runs_repeatedly(op: ir.Operation) -> bool:
+    parent = op.parent
+    while parent is not None:
+        if parent.name == "stablehlo.while":
+            return True
+        if parent.name == "func.func":
+            return ir.StringAttr(parent.attributes["sym_name"]).value != "main"
+        parent = parent.parent
+    return False
 
 
 # Ops that name replicas by global device id with a channel and use_global_device_ids

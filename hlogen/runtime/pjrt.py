@@ -16,10 +16,10 @@ import numpy as np
 
 from hlogen import types as T
 from hlogen.computation import Computation
-from hlogen.errors import ExecutionError, HlogenError, InputError, UnsupportedError
+from hlogen.errors import ExecutionError, HlogenError, UnsupportedError
 from hlogen.runtime import _jaxlib
 from hlogen.runtime.arrays import (check_signature, flatten_arguments, leaf_shapes,
-                                   native, structure_results)
+                                   native, replica_lists, structure_results)
 from hlogen.runtime.execution import prepare
 
 _cache: collections.OrderedDict = collections.OrderedDict()  # least recently used first
@@ -214,9 +214,9 @@ class Executable:
         of this process: `local_replicas`). Returns one result per replica, each as
         calling the executable returns it."""
         if self.num_replicas == 1:
-            return [self(*args) for args in _replica_lists(self, per_replica_args)]
+            return [self(*args) for args in replica_lists(self, per_replica_args)]
         per_replica = [flatten_arguments(self.computation, args)
-                       for args in _replica_lists(self, per_replica_args)]
+                       for args in replica_lists(self, per_replica_args)]
         previous = _swap_x64(True)  # 64-bit arguments stay 64-bit
         try:
             device_arrays = [p.put([flat[i] for flat in per_replica]) for i, p in enumerate(self._in)]
@@ -256,17 +256,3 @@ class Executable:
                     for a in args)
         fast = _jaxlib.fast_path_data(self._loaded, self._in, self._out, out) if exact else None
         return out, fast
-
-
-def _replica_lists(exe, per_replica_args) -> list:
-    """`per_replica_args` checked to hold one list of arguments per local replica."""
-    if not isinstance(per_replica_args, (list, tuple)) or \
-            not all(isinstance(a, (list, tuple)) for a in per_replica_args):
-        raise InputError(f"run_replicated takes a list with one list of arguments per replica, "
-                         f"got {type(per_replica_args).__name__}")
-    want = len(exe.local_replicas)
-    if len(per_replica_args) != want:
-        which = "" if want == exe.num_replicas else f" (this process runs replicas {exe.local_replicas})"
-        raise InputError(f"{exe.computation.name} runs {want} replica(s){which}: pass one list "
-                         f"of arguments per replica, got {len(per_replica_args)}")
-    return list(per_replica_args)
