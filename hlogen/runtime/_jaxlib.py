@@ -13,8 +13,11 @@ What is used, and why:
 """
 from __future__ import annotations
 
+import os
+
 import jax  # noqa: F401 - initializes jax's config and backends
 import jaxlib._jax as _jax
+import numpy as np
 from jax._src import config as _config
 from jax._src import core as _core
 from jax._src import tree_util as _tree_util
@@ -48,7 +51,6 @@ def cpu_device_count_chosen() -> str | None:
     """Where the user set the number of CPU devices, or None."""
     if _xla_bridge.num_cpu_devices.value >= 0:
         return "jax's jax_num_cpu_devices option"
-    import os
     if "xla_force_host_platform_device_count" in os.environ.get("XLA_FLAGS", ""):
         return "XLA_FLAGS (--xla_force_host_platform_device_count)"
     return None
@@ -65,7 +67,6 @@ def join_distributed(coordinator: str, num_processes: int, process_id: int,
 def _options(devices) -> "xla_client.CompileOptions":
     options = xla_client.CompileOptions()
     if len(devices) > 1:  # one replica per device, in the order given
-        import numpy as np
         options.num_replicas = len(devices)
         options.device_assignment = xla_client.DeviceAssignment.create(
             np.array([[d.id] for d in devices]))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from hlogen import types as T
-from hlogen.errors import InputError, ShapeError, UnsupportedError
+from hlogen.errors import HlogenError, InputError, ShapeError, UnsupportedError
 
 
 def check_signature(computation) -> None:
@@ -115,3 +115,10 @@ def replica_lists(exe, per_replica_args) -> list:
         raise InputError(f"{exe.computation.name} runs {want} replica(s){which}: pass one list "
                          f"of arguments per replica, got {len(per_replica_args)}")
     return list(per_replica_args)
+
+
+def replicated_call_error(exe) -> HlogenError:
+    """What calling a replicated executable with plain arguments raises."""
+    return HlogenError(f"{exe.computation.name} was compiled for {exe.num_replicas} replicas: "
+                       f"call .run_replicated(per_replica_args), with one list of arguments "
+                       f"per replica")

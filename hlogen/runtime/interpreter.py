@@ -10,7 +10,7 @@ arguments and calls the user's function once per replica through
 channel id, and two collectives of one channel in a row can mix their data (a fast
 process enters the second before a slow one has left the first): so hlogen runs the
 replicas as partitions of one replica, where every collective can have a channel id
-of its own (`_as_partitions`; results are the same by the spec's process groups).
+of its own (`_parallel`; results are the same by the spec's process groups).
 """
 from __future__ import annotations
 
@@ -25,10 +25,10 @@ from jaxlib.mlir._mlir_libs import _stablehlo
 
 from hlogen import mlir, preflight
 from hlogen.computation import Computation
-from hlogen.errors import ExecutionError, HlogenError, UnsupportedError
+from hlogen.errors import ExecutionError, UnsupportedError
 from hlogen.ops import collectives
 from hlogen.runtime.arrays import (check_signature, flatten_arguments, leaf_shapes, replica_lists,
-                                   structure_results)
+                                   replicated_call_error, structure_results)
 from hlogen.runtime.execution import Prepared, prepare
 
 _prepared: collections.OrderedDict = collections.OrderedDict()
@@ -58,9 +58,7 @@ class Interpreted:
 
     def __call__(self, *args):
         if self.num_replicas > 1:
-            raise HlogenError(f"{self.computation.name} was compiled for {self.num_replicas} "
-                              f"replicas: call .run_replicated(per_replica_args), with one list "
-                              f"of arguments per replica")
+            raise replicated_call_error(self)
         return self.run_replicated([args])[0]
 
     def run_replicated(self, per_replica_args) -> list:
@@ -91,7 +89,7 @@ def _prepare_cached(computation: Computation, num_replicas: int) -> tuple[Prepar
         module = prepared.computation.module
         if num_replicas > 1 or any(op.name in collectives.OPS for op in mlir.walk(module)):
             _check_runner(computation, module, num_replicas)
-            module = _parallel(_as_partitions(module), num_replicas)
+            module = _parallel(module, num_replicas)
         found = _prepared[key] = (prepared, module)
         while len(_prepared) > _PREPARED_KEPT:
             _prepared.popitem(last=False)
@@ -151,13 +149,14 @@ _CROSS_PARTITION = ("stablehlo.all_to_all", "stablehlo.collective_permute",
                     "stablehlo.collective_broadcast")
 
 
-def _as_partitions(module: ir.Module) -> ir.Module:
-    """A copy of `module` whose replicas are partitions: every collective gets a channel id
-    of its own; replica_id becomes partition_id."""
+def _parallel(module: ir.Module, num_replicas: int) -> ir.Module:
+    """A copy of `module` whose main runs the original main on every replica, the
+    replicas being partitions of one replica: every collective gets a channel id of its
+    own, replica_id becomes partition_id."""
     with mlir.context():
-        copy = ir.Module.parse(module.operation.get_asm(enable_debug_info=True))
+        parallel = ir.Module.parse(module.operation.get_asm(enable_debug_info=True))
         channel = 0
-        for op in mlir.walk(copy):
+        for op in mlir.walk(parallel):
             if op.name in _FLATTENED_IDS or op.name in _CROSS_PARTITION:
                 channel += 1
                 op.attributes["channel_handle"] = stablehlo.ChannelHandle.get(channel, 1)
@@ -169,30 +168,31 @@ def _as_partitions(module: ir.Module) -> ir.Module:
                                                 ip=ir.InsertionPoint(op))
                 op.results[0].replace_all_uses_with(partition.results[0])
                 op.erase()
-    return copy
-
-
-def _parallel(module: ir.Module, num_replicas: int) -> ir.Module:
-    """A copy of `module` whose main runs the original main on every replica."""
-    with mlir.context():
-        parallel = ir.Module.parse(module.operation.get_asm(enable_debug_info=True))
         main = next(op for op in parallel.body.operations
                     if ir.StringAttr(op.attributes["sym_name"]).value == "main")
         main.attributes["sym_name"] = ir.StringAttr.get(_REPLICA)
-        ftype = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
-        ins = [str(t) for t in ftype.inputs] * num_replicas
-        outs = [str(t) for t in ftype.results] * num_replicas
-        args = ", ".join(f"%a{i}" for i in range(len(ins)))
-        results = ", ".join(f"%r#{i}" for i in range(len(outs)))
-        programs = ", ".join([f"@{_REPLICA}"] * num_replicas)  # one replica: partitions
-        text = (f"func.func @main({', '.join(f'%a{i}: {t}' for i, t in enumerate(ins))}) -> "
-                f"({', '.join(outs)}) {{\n"
-                f"  %r:{len(outs)} = \"interpreter.run_parallel\"({args}) "
-                f"{{programs = [[{programs}]]}} : ({', '.join(ins)}) -> ({', '.join(outs)})\n"
-                f"  return {results} : {', '.join(outs)}\n}}")
-        # run_parallel's programs must resolve where it is parsed: a declaration stands in
-        declaration = (f"func.func private @{_REPLICA}({', '.join(map(str, ftype.inputs))}) -> "
-                       f"({', '.join(map(str, ftype.results))})\n")
-        wrapper = ir.Module.parse(declaration + text)
-        parallel.body.append(list(wrapper.body.operations)[1])
+        _append_run_parallel_main(
+            parallel, ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value),
+            num_replicas)
     return parallel
+
+
+def _append_run_parallel_main(module: ir.Module, ftype: ir.FunctionType,
+                              num_replicas: int) -> None:
+    """Appends `main`: every replica's arguments in, `interpreter.run_parallel` of the
+    renamed main on each (as partitions of one replica), every replica's results out."""
+    ins = [str(t) for t in ftype.inputs] * num_replicas
+    outs = [str(t) for t in ftype.results] * num_replicas
+    args = ", ".join(f"%a{i}" for i in range(len(ins)))
+    results = ", ".join(f"%r#{i}" for i in range(len(outs)))
+    programs = ", ".join([f"@{_REPLICA}"] * num_replicas)
+    text = (f"func.func @main({', '.join(f'%a{i}: {t}' for i, t in enumerate(ins))}) -> "
+            f"({', '.join(outs)}) {{\n"
+            f"  %r:{len(outs)} = \"interpreter.run_parallel\"({args}) "
+            f"{{programs = [[{programs}]]}} : ({', '.join(ins)}) -> ({', '.join(outs)})\n"
+            f"  return {results} : {', '.join(outs)}\n}}")
+    # run_parallel's programs must resolve where it is parsed: a declaration stands in
+    declaration = (f"func.func private @{_REPLICA}({', '.join(map(str, ftype.inputs))}) -> "
+                   f"({', '.join(map(str, ftype.results))})\n")
+    wrapper = ir.Module.parse(declaration + text)  # owns the op until it is moved
+    module.body.append(list(wrapper.body.operations)[1])

@@ -17,9 +17,11 @@ import numpy as np
 from hlogen import types as T
 from hlogen.computation import Computation
 from hlogen.errors import ExecutionError, HlogenError, UnsupportedError
+from hlogen.ops.collectives import MAX_REPLICAS
 from hlogen.runtime import _jaxlib
 from hlogen.runtime.arrays import (check_signature, flatten_arguments, leaf_shapes,
-                                   native, replica_lists, structure_results)
+                                   native, replica_lists, replicated_call_error,
+                                   structure_results)
 from hlogen.runtime.execution import prepare
 
 _cache: collections.OrderedDict = collections.OrderedDict()  # least recently used first
@@ -36,8 +38,8 @@ CPU_DEVICES = 8
 
 def cpu_devices_wanted(num_replicas: int = 1) -> int:
     text = os.environ.get("HLOGEN_CPU_DEVICES") or str(CPU_DEVICES)
-    if not text.isdigit() or not 1 <= int(text) <= 2**16:
-        raise HlogenError(f"HLOGEN_CPU_DEVICES must be a number of devices in [1, 65536], "
+    if not text.isdigit() or not 1 <= int(text) <= MAX_REPLICAS:
+        raise HlogenError(f"HLOGEN_CPU_DEVICES must be a number of devices in [1, {MAX_REPLICAS}], "
                           f"got {text!r}")
     return max(int(text), num_replicas)
 
@@ -204,9 +206,7 @@ class Executable:
         return structure_results(self.computation.result_shapes, [np.asarray(r) for r in raw])
 
     def _refuse_plain_call(self, *args):
-        raise HlogenError(f"{self.computation.name} was compiled for {self.num_replicas} "
-                          f"replicas: call .run_replicated(per_replica_args), with one list "
-                          f"of arguments per replica")
+        raise replicated_call_error(self)
 
     def run_replicated(self, per_replica_args) -> list:
         """Runs every replica of this process: `per_replica_args` holds one list of
