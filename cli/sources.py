@@ -9,6 +9,7 @@ import traceback
 
 import hlogen as hg
 from hlogen.errors import InputError
+from hlogen.loading import load_bytes
 
 PYTHON_SUFFIXES = (".py",)
 
@@ -60,12 +61,7 @@ def pick(functions: dict, name: str | None, path: str):
 def load_mlir(path: str) -> hg.Computation:
     """A module from an MLIR file in any format, or from standard input for `-`."""
     if path == "-":
-        from hlogen import preflight
-        from hlogen.computation import Computation, parse_module
-        data = sys.stdin.buffer.read()
-        module = parse_module(data, "<stdin>")
-        preflight.check_module(module, "<stdin>")
-        return Computation(module, "<stdin>")
+        return load_bytes(sys.stdin.buffer.read(), "<stdin>")
     if not pathlib.Path(path).is_file():
         raise InputError(f"{path}: no such file")
     return hg.load(pathlib.Path(path))

@@ -21,10 +21,11 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 
 from hlogen import distributed, ops, passes  # noqa: E402
 from hlogen.builder import Builder, Op  # noqa: E402
-from hlogen.computation import Computation, load  # noqa: E402
+from hlogen.computation import Computation  # noqa: E402
 from hlogen.errors import ExecutionError, HlogenError, InputError, ShapeError, UnsupportedError  # noqa: E402
-from hlogen.custom_calls import register_custom_call  # noqa: E402
+from hlogen.runtime.custom_calls import register_custom_call  # noqa: E402
 from hlogen.function import Function, function  # noqa: E402
+from hlogen.loading import load  # noqa: E402
 from hlogen.ops.convolution import ConvDimensionNumbers  # noqa: E402
 from hlogen.ops.linalg import DotDimensionNumbers  # noqa: E402
 from hlogen.runtime import compile, interpret  # noqa: E402

@@ -23,6 +23,7 @@ from jaxlib.mlir._mlir_libs import _jax_mlir_ext
 
 from hlogen import mlir
 from hlogen import types as T
+from hlogen.computation import Computation
 from hlogen.errors import HlogenError, ShapeError, UnsupportedError
 
 
@@ -56,40 +57,21 @@ class Op:
         raise HlogenError(f"{self!r} cannot be indexed: use ops.get_tuple_element(op, i) for an "
                           f"element of a tuple")
 
-    # XlaOp's C++ operators. Imported late: ops depend on this module.
-    def _binary(name):
-        def method(self, other):
-            from hlogen import ops
-            return getattr(ops, name)(self, other)
-        def reflected(self, other):
-            from hlogen import ops
-            return getattr(ops, name)(other, self)
-        return method, reflected
+    # XlaOp's C++ operators (x + y, -x, x < y, ...) are installed by hlogen.ops, which
+    # defines the ops and sits above this module: install_operators.
 
-    __add__, __radd__ = _binary("add")
-    __sub__, __rsub__ = _binary("sub")
-    __mul__, __rmul__ = _binary("mul")
-    __truediv__, __rtruediv__ = _binary("div")
-    __mod__, __rmod__ = _binary("rem")
-    __pow__, __rpow__ = _binary("pow")
-    __and__, __rand__ = _binary("and_")
-    __or__, __ror__ = _binary("or_")
-    __xor__, __rxor__ = _binary("xor")
-    __lshift__, __rlshift__ = _binary("shift_left")
-    __rshift__, __rrshift__ = _binary("shift_right_arithmetic")
-    __lt__, _ = _binary("lt")
-    __le__, _ = _binary("le")
-    __gt__, _ = _binary("gt")
-    __ge__, _ = _binary("ge")
-    del _binary, _
 
-    def __neg__(self):
-        from hlogen import ops
-        return ops.neg(self)
-
-    def __invert__(self):
-        from hlogen import ops
-        return ops.not_(self)
+def install_operators(binary: dict, comparisons: dict, unary: dict) -> None:
+    """Gives Op its Python operators: `binary` maps an operator's name ("add" for `+`) to
+    the op (with the reflected form, `1 + x`), `comparisons` the same without it (Python
+    reflects `<` into `>` itself), `unary` ("neg" for `-x`) to a one-operand op."""
+    for name, op in binary.items():
+        setattr(Op, f"__{name}__", lambda self, other, op=op: op(self, other))
+        setattr(Op, f"__r{name}__", lambda self, other, op=op: op(other, self))
+    for name, op in comparisons.items():
+        setattr(Op, f"__{name}__", lambda self, other, op=op: op(self, other))
+    for name, op in unary.items():
+        setattr(Op, f"__{name}__", lambda self, op=op: op(self))
 
 
 class Builder:
@@ -181,7 +163,6 @@ class Builder:
 
     def build(self, *results: Op):
         """The Computation whose results are `results` (one or more Ops); verifies the module."""
-        from hlogen.computation import Computation
         self._check_open("build")
         if not results:
             raise HlogenError(f"build: builder {self.name!r} needs at least one result")
@@ -296,7 +277,6 @@ def trace(builder: Builder, op_name: str, what: str, computation, parameter_shap
     arguments (stablehlo.if and case): the parameters then stand for these values,
     which the region reads from the enclosing block.
     """
-    from hlogen.computation import Computation
     parameter_shapes = list(parameter_shapes)
     description = f"the {what} of {op_name}"
     loc = mlir.user_location()
@@ -381,7 +361,6 @@ def apply(rb: RegionBuilder, op_name: str, what: str, computation, args) -> list
     """`computation` (a callable or a Computation) applied to `args`, Ops of `rb`, inside a
     region being traced: for ops that wrap the user's computation in one of their own
     (e.g. to carry tuples, which some regions cannot take)."""
-    from hlogen.computation import Computation
     if isinstance(computation, Computation):
         values, shapes = _inline(rb, op_name, what, computation, args, None)
         return [Op(rb, v, s) for v, s in zip(values, shapes)]

@@ -58,7 +58,7 @@ def initialize(coordinator: str, num_processes: int, process_id: int,
     if _joined is not None:
         raise HlogenError(f"distributed.initialize: this process already joined "
                           f"{_joined[0]} as process {_joined[2]} of {_joined[1]}")
-    from hlogen.runtime import _jaxlib
+    from hlogen.runtime import _jaxlib  # here, not at the top: it starts jax (start-up time)
     if _jaxlib.backends_started():
         raise HlogenError("distributed.initialize must come before the first compile or run: "
                           "the backend of this process has already started on its own")

@@ -1,14 +1,38 @@
 """@hg.function: a Computation from a Python function whose parameters are annotated
-with shapes; calling the result compiles (once) and runs it."""
+with shapes; calling the result compiles (once) and runs it.
+
+A mistake in a function's body is an error naming the file and line, raised where the
+decorator runs. Tools that read a whole file of functions (the command line) read it
+under `deferred_errors()`: a function that cannot be traced keeps its error until its
+`.computation` is used, so that one broken function leaves the others usable.
+"""
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import inspect
+import os
 import re
+import traceback
 
+from hlogen import runtime
 from hlogen import types as T
 from hlogen.builder import Builder, Op
-from hlogen.errors import HlogenError
+from hlogen.errors import HlogenError, InputError
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_deferring = contextvars.ContextVar("hlogen_function_deferring", default=False)
+
+
+@contextlib.contextmanager
+def deferred_errors():
+    """Within it, @hg.function keeps a tracing error for `.computation` to raise."""
+    token = _deferring.set(True)
+    try:
+        yield
+    finally:
+        _deferring.reset(token)
 
 
 class Function:
@@ -22,13 +46,29 @@ class Function:
             raise HlogenError(f"hg.function: name must be a string, got {name!r}")
         functools.update_wrapper(self, fn)
         # a builder name is an identifier: "<lambda>" becomes "lambda"
-        self.computation = trace(fn, name or re.sub(r"\W", "", getattr(fn, "__name__", "")) or "main")
+        traced_name = name or re.sub(r"\W", "", getattr(fn, "__name__", "")) or "main"
+        self._error = None
+        try:
+            self._computation = trace(fn, traced_name)
+        except Exception as e:
+            if not _deferring.get():
+                raise
+            self._error = e if isinstance(e, HlogenError) else InputError(
+                f"{_user_line(e)}: in @hg.function {traced_name}: {type(e).__name__}: {e}")
+
+    @property
+    def computation(self):
+        """The traced Computation (raises the tracing error kept by deferred_errors)."""
+        if self._error is not None:
+            raise self._error
+        return self._computation
 
     def __call__(self, *arrays):
-        from hlogen.runtime import compile
-        return compile(self.computation)(*arrays)
+        return runtime.compile(self.computation)(*arrays)
 
     def __repr__(self) -> str:
+        if self._error is not None:
+            return f"<hg.function {self.__name__}: not traced ({self._error})>"
         return f"<hg.function {self.computation.signature()}>"
 
 
@@ -57,10 +97,20 @@ def trace(fn, name: str):
             raise HlogenError(f"{name}: parameter {p.name!r} needs a shape annotation such as "
                               f"hg.f32[2, 3], got {shape!r}")
         args.append(builder.parameter(shape, p.name))
-    result = fn(*args)
+    try:
+        result = fn(*args)
+    except HlogenError as e:  # named by the user's line (an op's own check knows only the op)
+        raise type(e)(f"{_user_line(e)}: in @hg.function {name}: {e}") from None
     results = result if isinstance(result, (tuple, list)) else (result,)
     for i, r in enumerate(results):
         if not isinstance(r, Op):
             raise HlogenError(f"{name}: must return an Op or a tuple of Ops; result {i} is "
                               f"{type(r).__name__}")
     return builder.build(*results)
+
+
+def _user_line(error: BaseException) -> str:
+    """file:line of the innermost frame of `error` outside hlogen: the user's line."""
+    frames = [f for f in traceback.extract_tb(error.__traceback__)
+              if not os.path.abspath(f.filename).startswith(_PACKAGE_DIR)]
+    return f"{frames[-1].filename}:{frames[-1].lineno}" if frames else "<unknown>"

@@ -12,12 +12,12 @@ import sys
 import threading
 
 import numpy as np
-from jaxlib.mlir import ir
+from jaxlib.mlir import ir, passmanager
 from jaxlib.mlir.dialects import chlo, stablehlo
 from jaxlib.mlir._mlir_libs import _jax_mlir_ext, _stablehlo
 
 from hlogen import types as T
-from hlogen.errors import HlogenError, ShapeError
+from hlogen.errors import HlogenError, InputError, ShapeError
 
 _lock = threading.Lock()
 _context: ir.Context | None = None
@@ -166,9 +166,13 @@ def op_names(module: ir.Module) -> list[str]:
     return [op.name for op in walk(module)]
 
 
+# CHLO and shape-dialect ops to StableHLO (a func.func pipeline): what a portable
+# artifact and the reference interpreter need; hlogen.passes names it `legalize`.
+LEGALIZE = "func.func(chlo-legalize-to-stablehlo,shape-legalize-to-stablehlo)"
+
+
 def run_pipeline(module: ir.Module, pipeline: str) -> None:
     """Runs a textual MLIR pass pipeline on `module` in place."""
-    from jaxlib.mlir import passmanager
     try:
         pm = passmanager.PassManager.parse(pipeline, context=context())
     except (ValueError, ir.MLIRError) as e:
@@ -194,3 +198,52 @@ class collected_diagnostics:
 
     def __exit__(self, *exc):
         self._handler.detach()
+
+
+# -- MLIR text that the parser or StableHLO's verifier would die on ----------------------
+
+# MLIR's parser crashes near 20,000 nested types and its printer recurses once per level;
+# no real program comes near this bound.
+MAX_TEXT_NESTING = 512
+
+
+def check_text(data: bytes, where: str) -> None:
+    """Refuses MLIR text whose brackets nest deeper than MAX_TEXT_NESTING, and text that
+    StableHLO's verifier dies on (SIGFPE): an all_to_all with zero replica groups."""
+    if b"all_to_all" in data:
+        _check_all_to_all_groups(data.decode("utf-8", errors="replace"), where)
+    opening = sum(data.count(c) for c in (b"{", b"(", b"<", b"["))
+    if opening <= MAX_TEXT_NESTING:
+        return  # cannot nest deeper than it has brackets
+    text = data.decode("utf-8", errors="replace")
+    depth = 0
+    for m in _BRACKETS.finditer(text):
+        token = m.group()
+        if token in "{(<[":
+            depth += 1
+            if depth > MAX_TEXT_NESTING:
+                line = text.count("\n", 0, m.start()) + 1
+                col = m.start() - (text.rfind("\n", 0, m.start()) + 1) + 1
+                raise InputError(f"{where}:{line}:{col}: brackets nest deeper than "
+                                 f"{MAX_TEXT_NESTING} levels; hlogen refuses such modules "
+                                 f"(MLIR's parser would overflow its stack)")
+        elif token in "})>]":
+            depth = max(depth - 1, 0)
+
+
+_NO_GROUPS = re.compile(r"replica_groups\s*=\s*dense<[^>]*>\s*:\s*tensor<0x")
+
+
+def _check_all_to_all_groups(text: str, where: str) -> None:
+    for m in re.finditer(r"all_to_all", text):
+        arrow = text.find("->", m.end())  # the op's type, after its attributes
+        if _NO_GROUPS.search(text, m.end(), arrow if arrow >= 0 else len(text)):
+            line = text.count("\n", 0, m.start()) + 1
+            col = m.start() - (text.rfind("\n", 0, m.start()) + 1) + 1
+            raise InputError(f"{where}:{line}:{col}: all_to_all has no replica groups "
+                             f"(tensor<0x...>), which StableHLO's verifier divides by; name "
+                             f"the groups, e.g. dense<[[0, 1, ..., N-1]]>")
+
+
+# strings and arrows are skipped; every other bracket counts
+_BRACKETS = re.compile(r'"(?:[^"\\]|\\.)*"|->|[{}()<>\[\]]')

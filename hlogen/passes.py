@@ -16,7 +16,7 @@ from hlogen.computation import Computation
 from hlogen.errors import HlogenError
 
 PIPELINES = {
-    "legalize": "func.func(chlo-legalize-to-stablehlo,shape-legalize-to-stablehlo)",
+    "legalize": mlir.LEGALIZE,
     "canonicalize": "func.func(canonicalize),cse",
 }
 PIPELINES["default"] = f"{PIPELINES['legalize']},{PIPELINES['canonicalize']}"

@@ -4,8 +4,6 @@ MLIR's parser, XLA and the reference interpreter end the process (SIGSEGV,
 SIGABRT, SIGFPE) on some inputs that look valid instead of reporting an error.
 What can be known before running is checked here, and refused with an
 hg.HlogenError that names the file, the op and its location:
-- `check_text`: bracket nesting of MLIR text within a bound (the parser and the
-  printer recurse once per level);
 - `check_module`: a public `@main` with a body, no other function declarations,
   region nesting within a bound, static shapes of element types hlogen supports
   whose byte sizes fit in 64 bits;
@@ -23,11 +21,13 @@ from jaxlib.mlir import ir
 
 from hlogen import mlir
 from hlogen import types as T
+from hlogen.ops import collectives
+from hlogen.ops.custom_call import pjrt_refusal
+from hlogen.ops.random import NORMAL_TYPES, UNIFORM_TYPES
 from hlogen.errors import HlogenError, InputError, ShapeError, UnsupportedError
 
-# MLIR's parser crashes near 3,000 nested regions and 20,000 nested types; XLA and the
-# interpreter recurse on regions too. No real program comes near these bounds.
-MAX_TEXT_NESTING = 512
+# MLIR's parser crashes near 3,000 nested regions; XLA and the interpreter recurse on
+# regions too. No real program comes near this bound (text nesting: mlir.MAX_TEXT_NESTING).
 MAX_REGION_NESTING = 128
 
 
@@ -50,7 +50,6 @@ def _element_type(value) -> T.ElementType:
 
 def _rng_refusal(op):
     # XLA CPU aborts on types it does not generate (ops.random's table says which)
-    from hlogen.ops.random import NORMAL_TYPES, UNIFORM_TYPES
     et = _element_type(op.results[0])
     supported = NORMAL_TYPES if "NORMAL" in str(op.attributes["rng_distribution"]) else UNIFORM_TYPES
     if et.name not in supported:
@@ -70,11 +69,6 @@ def _bits_refusal(op):
 
 def _variadic_with_channel(op):
     return len(op.operands) > 1 and "channel_handle" in op.attributes
-
-
-def _custom_call_refusal(op):
-    from hlogen.custom_calls import pjrt_refusal
-    return pjrt_refusal(op)
 
 
 _DECOMPOSABLE = "the interpreter has no usable implementation of it (it aborts, or does not finish)"
@@ -108,54 +102,12 @@ UNSUPPORTED = {
         "stablehlo.set_dimension_size": (
             "XLA returns the padding of a dynamic dimension as data and GetDimensionSize of it "
             "as the bound, so its results would be wrong", None),
-        "stablehlo.custom_call": ("", _custom_call_refusal),  # reserved targets, regions
+        "stablehlo.custom_call": ("", pjrt_refusal),  # reserved targets, regions
         "stablehlo.rng": ("", _rng_refusal),
         "stablehlo.rng_bit_generator": ("", _bits_refusal),
     },
 }
 _INTERPRETER_DIALECTS = ("stablehlo.", "func.")
-
-
-def check_text(data: bytes, where: str) -> None:
-    """Refuses MLIR text whose brackets nest deeper than MAX_TEXT_NESTING, and text that
-    StableHLO's verifier dies on (SIGFPE): an all_to_all with zero replica groups."""
-    if b"all_to_all" in data:
-        _check_all_to_all_groups(data.decode("utf-8", errors="replace"), where)
-    opening = sum(data.count(c) for c in (b"{", b"(", b"<", b"["))
-    if opening <= MAX_TEXT_NESTING:
-        return  # cannot nest deeper than it has brackets
-    text = data.decode("utf-8", errors="replace")
-    depth = 0
-    for m in _BRACKETS.finditer(text):
-        token = m.group()
-        if token in "{(<[":
-            depth += 1
-            if depth > MAX_TEXT_NESTING:
-                line = text.count("\n", 0, m.start()) + 1
-                col = m.start() - (text.rfind("\n", 0, m.start()) + 1) + 1
-                raise InputError(f"{where}:{line}:{col}: brackets nest deeper than "
-                                 f"{MAX_TEXT_NESTING} levels; hlogen refuses such modules "
-                                 f"(MLIR's parser would overflow its stack)")
-        elif token in "})>]":
-            depth = max(depth - 1, 0)
-
-
-_NO_GROUPS = re.compile(r"replica_groups\s*=\s*dense<[^>]*>\s*:\s*tensor<0x")
-
-
-def _check_all_to_all_groups(text: str, where: str) -> None:
-    for m in re.finditer(r"all_to_all", text):
-        arrow = text.find("->", m.end())  # the op's type, after its attributes
-        if _NO_GROUPS.search(text, m.end(), arrow if arrow >= 0 else len(text)):
-            line = text.count("\n", 0, m.start()) + 1
-            col = m.start() - (text.rfind("\n", 0, m.start()) + 1) + 1
-            raise InputError(f"{where}:{line}:{col}: all_to_all has no replica groups "
-                             f"(tensor<0x...>), which StableHLO's verifier divides by; name "
-                             f"the groups, e.g. dense<[[0, 1, ..., N-1]]>")
-
-
-# strings and arrows are skipped; every other bracket counts
-_BRACKETS = re.compile(r'"(?:[^"\\]|\\.)*"|->|[{}()<>\[\]]')
 
 
 def check_module(module: ir.Module, where: str) -> None:
@@ -226,7 +178,6 @@ def _check_type(t, op, where, seen) -> None:
 def check_replicas(module: ir.Module, num_replicas: int, where: str) -> None:
     """Refuses collectives whose replica groups, permute pairs or shard counts do not fit
     `num_replicas` replicas (rules: hlogen.ops.collectives.check_replicas)."""
-    from hlogen.ops import collectives
     for op in mlir.walk(module):
         if op.name in collectives.OPS:
             why = collectives.check_replicas(op, num_replicas)

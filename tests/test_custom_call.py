@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import hlogen as hg
-from hlogen.custom_calls import register_custom_call
+from hlogen.runtime.custom_calls import register_custom_call
 from hlogen.ops.custom_call import custom_call
 
 SOURCE = r"""
@@ -460,7 +460,7 @@ def test_register_errors(library, tmp_path):
 _SECOND_LEGACY = """
 import jax.ffi, ctypes, sys
 import hlogen as hg
-from hlogen.custom_calls import register_custom_call
+from hlogen.runtime.custom_calls import register_custom_call
 path = sys.argv[1]
 # registered through jax directly: hlogen sees it in XLA's registry
 jax.ffi.register_ffi_target("hlogen_test.legacy", jax.ffi.pycapsule(ctypes.CDLL(path).legacy_add),
@@ -504,7 +504,7 @@ def test_what_xla_cpu_cannot_run_is_named_before_compiling():
     # XLA CPU aborts on a custom call in a reduce body (checked in a child process) and
     # runs one in while, case, if and map bodies; hlogen.preflight asks pjrt_refusal
     from hlogen import mlir
-    from hlogen.custom_calls import pjrt_refusal
+    from hlogen.ops.custom_call import pjrt_refusal
     module = hg.load(_PLACES).module
     found = {ir_name(op): pjrt_refusal(op) for op in mlir.walk(module)
              if op.name == "stablehlo.custom_call"}

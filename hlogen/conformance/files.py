@@ -6,7 +6,7 @@ Formats (see ../shared/conformance/README.md in the project):
 - the `check` dialect (`check.expect_eq`, `check.expect_almost_eq_const`, ... in short
   or generic form): rewritten here, as text, into the testdata form, since jaxlib's
   MLIR context has no `check` dialect. Only the check statements are rewritten; the
-  module itself is parsed by MLIR (hlogen.computation.parse_module);
+  module itself is parsed by MLIR (hlogen.loading.parse_module);
 - files whose RUN lines only round-trip serialization (no interpreter run).
 """
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """A conformance module made runnable: checks turned into results, constants into inputs.
 
-`load_case` parses one module (hlogen.computation.parse_module, the one parser) and
+`load_case` parses one module (hlogen.loading.parse_module, the one parser) and
 rewrites it in place so that `main`:
 - has every `func.call` of its body inlined (jax's inliner, as hlogen.runtime does),
 - returns, instead of its own results, the operands of its checks: first every
@@ -20,7 +20,8 @@ from jaxlib.mlir._mlir_libs import _jax_mlir_ext, _stablehlo
 
 from hlogen import mlir
 from hlogen import types as T
-from hlogen.computation import Computation, parse_module
+from hlogen.computation import Computation
+from hlogen.loading import parse_module
 from hlogen.conformance import files, judge
 from hlogen.errors import InputError, UnsupportedError
 

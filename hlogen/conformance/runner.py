@@ -249,7 +249,7 @@ def roundtrip(text: str, where: str) -> dict:
     """Serializes to a portable artifact and back; the same module text is a pass."""
     from jaxlib.mlir._mlir_libs import _stablehlo
     from hlogen import mlir
-    from hlogen.computation import parse_module
+    from hlogen.loading import parse_module
     from hlogen.conformance.module import _load_quant_dialect
     if "!quant." in text:
         _load_quant_dialect()

@@ -1,4 +1,5 @@
 """The op library, named in snake_case after the spec (see API.md for the index)."""
+from hlogen.builder import install_operators
 from hlogen.ops.batch_norm import batch_norm_grad, batch_norm_inference, batch_norm_training
 from hlogen.ops.collectives import (ChannelHandle, all_gather, all_reduce, all_to_all,
                                     collective_permute, cross_replica_sum, infeed, recv,
@@ -35,3 +36,12 @@ __all__ = sorted(_elementwise + [
     "triangular_solve", "custom_call", "all_gather", "all_reduce", "all_to_all",
     "collective_permute", "cross_replica_sum", "infeed", "recv", "reduce_scatter", "replica_id",
     "send"])
+
+# Op's Python operators (XlaOp's C++ ones) are these ops: installed from here, since the
+# builder sits below the ops.
+install_operators(
+    binary={"add": add, "sub": sub, "mul": mul, "truediv": div, "mod": rem, "pow": pow,  # noqa: F405
+            "and": and_, "or": or_, "xor": xor, "lshift": shift_left,  # noqa: F405
+            "rshift": shift_right_arithmetic},  # noqa: F405
+    comparisons={"lt": lt, "le": le, "gt": gt, "ge": ge},  # noqa: F405
+    unary={"neg": neg, "invert": not_})  # noqa: F405

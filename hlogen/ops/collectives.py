@@ -23,6 +23,9 @@ from hlogen import types as T
 from hlogen.builder import Builder, Op, same_builder, trace
 from hlogen.errors import ShapeError
 from hlogen.ops._common import array_operand, check_dimension, int_attr, int_list, same_element_type
+from hlogen.ops.control import create_token
+from hlogen.ops.elementwise import add
+from hlogen.ops.tuples import get_tuple_element, tuple as make_tuple
 
 # hlogen spells groups out replica by replica: a bound keeps a typo from allocating 2**63 ids
 MAX_REPLICAS = 2**16
@@ -144,7 +147,6 @@ def _with_channel(attributes: dict, op_name: str, channel_id) -> dict:
 
 def _leaves(op_name: str, operand):
     """(array Ops, rebuild): rebuild(result Ops) gives results of the operand's form."""
-    from hlogen.ops.tuples import get_tuple_element, tuple as make_tuple
     if isinstance(operand, Op) and isinstance(operand.shape, T.TupleShape):
         elements = operand.shape.elements
         if not elements or any(not isinstance(e, T.Shape) for e in elements):
@@ -232,7 +234,6 @@ def all_reduce(operand, computation, replica_groups=None, channel_id=None):
 
 def cross_replica_sum(operand, replica_groups=None):
     """CrossReplicaSum: AllReduce with a sum."""
-    from hlogen.ops.elementwise import add
     return all_reduce(operand, lambda x, y: add(x, y), replica_groups)
 
 
@@ -344,7 +345,6 @@ def _data_shape(op_name: str, shape):
 
 
 def _received(builder, op_name: str, shape, leaves: list[Op]):
-    from hlogen.ops.tuples import tuple as make_tuple
     return leaves[0] if isinstance(shape, T.Shape) else make_tuple(leaves, builder=builder)
 
 
@@ -355,7 +355,6 @@ def infeed(builder, shape, config=""):
     leaves = _data_shape("infeed", shape)
     if not isinstance(config, str):
         raise ShapeError(f"infeed: config must be a string, got {config!r}")
-    from hlogen.ops.control import create_token
     token = create_token(builder)
     results = builder.add_op_with_regions(
         "stablehlo.infeed", leaves + [T.token], [token],
@@ -368,7 +367,6 @@ def send(operand, channel_handle):
     follows the send."""
     array_operand("send", "operand", operand)
     attr, host = _channel("send", "channel_handle", channel_handle, required=True)
-    from hlogen.ops.control import create_token
     token = create_token(operand.builder)
     with mlir.context():
         attributes = {"channel_handle": attr, "is_host_transfer": ir.BoolAttr.get(host)}
@@ -381,7 +379,6 @@ def recv(builder, shape, channel_handle):
     _check_builder("recv", builder)
     leaves = _data_shape("recv", shape)
     attr, host = _channel("recv", "channel_handle", channel_handle, required=True)
-    from hlogen.ops.control import create_token
     token = create_token(builder)
     with mlir.context():
         attributes = {"channel_handle": attr, "is_host_transfer": ir.BoolAttr.get(host)}

@@ -15,7 +15,9 @@ from jaxlib.mlir import ir
 from hlogen import mlir
 from hlogen import types as T
 from hlogen.builder import Builder, Op, apply, build_computation, copy_function, same_builder, trace
+from hlogen.computation import Computation
 from hlogen.errors import ShapeError
+from hlogen.ops.tuples import get_tuple_element, tuple as make_tuple
 
 _PRED = T.Shape(T.pred, ())
 
@@ -44,7 +46,6 @@ def _describe(shapes) -> str:
 # travel as their leaves, and the user's computation sees them rebuilt.
 
 def _leaves(value: Op) -> list[Op]:
-    from hlogen.ops.tuples import get_tuple_element
     if isinstance(value.shape, T.TupleShape):
         return [leaf for i in range(len(value.shape.elements))
                 for leaf in _leaves(get_tuple_element(value, i))]
@@ -53,7 +54,6 @@ def _leaves(value: Op) -> list[Op]:
 
 def _rebuild(shapes, leaves, builder) -> list[Op]:
     """Values of `shapes` from their leaves (Ops of `builder`), in order."""
-    from hlogen.ops.tuples import tuple as make_tuple
     it = iter(leaves)
 
     def build(shape):
@@ -167,7 +167,6 @@ def conditional(*args):
 
 def _callee(op_name: str, what: str, computation, args):
     """`computation` as a Computation taking `args` (a callable is built into one)."""
-    from hlogen.computation import Computation
     for i, a in enumerate(args):
         if not isinstance(a, Op):
             raise ShapeError(f"{op_name}: argument {i} must be an Op, got {type(a).__name__} {a!r}")

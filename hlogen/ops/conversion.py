@@ -16,8 +16,8 @@ def convert_element_type(operand, new_element_type):
     shape = array_operand("convert_element_type", "operand", operand)
     et = T.element_type(new_element_type)
     if shape.element_type.kind == COMPLEX and et.kind != COMPLEX:
-        from hlogen.ops.elementwise import real
-        operand = real(operand)
+        operand = operand.builder.add_op(  # Real (elementwise.py, which builds on this module)
+            "stablehlo.real", shape.with_element_type(shape.element_type.component), [operand])
     return operand.builder.add_op("stablehlo.convert", shape.with_element_type(et), [operand])
 
 

@@ -19,6 +19,7 @@ from hlogen.builder import same_builder
 from hlogen.errors import ShapeError
 from hlogen.ops._common import ARITHMETIC, array_operand, check_kind, int_attr, int_list
 from hlogen.ops.windows import window
+from hlogen.ops.movement import transpose
 
 
 @dataclasses.dataclass(frozen=True)
@@ -155,7 +156,6 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None, r
         "feature_group_count": int_attr(groups), "batch_group_count": int_attr(batch_groups)})
     if order == tuple(range(ls.rank)):
         return result
-    from hlogen.ops.movement import transpose
     return transpose(result, [order.index(d) for d in range(ls.rank)])
 
 

@@ -1,4 +1,4 @@
-"""CustomCall: a call of a native function registered with XLA (hlogen.custom_calls).
+"""CustomCall: a call of a native function registered with XLA (hlogen.runtime.custom_calls).
 
 `opaque` reaches the target as XLA passes it: for the typed FFI (api_version=4, the
 default) as attributes, which the handler binds by name and type (`.Attr<float>("scale")`);
@@ -10,14 +10,70 @@ from __future__ import annotations
 import numpy as np
 from jaxlib.mlir import ir
 
-from hlogen import mlir, preflight
+from hlogen import mlir
 from hlogen import types as T
 from hlogen.builder import Builder, Op, same_builder
-from hlogen.custom_calls import API_VERSIONS, TYPED_FFI, reserved_reason
 from hlogen.errors import HlogenError, ShapeError
 from hlogen.ops._common import flag
 
 _OP = "custom_call"
+
+TYPED_FFI = 4
+
+API_VERSIONS = {
+    1: "API_VERSION_ORIGINAL",
+    2: "API_VERSION_STATUS_RETURNING",
+    3: "API_VERSION_STATUS_RETURNING_UNIFIED",
+    4: "API_VERSION_TYPED_FFI",
+}
+
+# Names XLA's compiler rewrites or interprets itself; with operands it does not expect,
+# XLA CPU ends the process (checked with jaxlib 0.10.2: TopK, SliceToDynamic, Sharding,
+# SPMDFullToShardShape, SPMDShardToFullShape and xla.sdy.* abort; __onednn$matmul
+# dies of SIGILL).
+RESERVED_TARGETS = frozenset({
+    "TopK", "Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape",
+    "SPMDShardShapeToFull", "ShardBarrierFrom", "ShardBarrierTo", "InspectSharding",
+    "PadToStatic", "SliceToDynamic", "MoveToHost", "MoveToDevice", "PinToDevice",
+    "annotate_device_placement", "LayoutConstraint", "AllocateBuffer", "X64Combine",
+    "X64SplitLow", "X64SplitHigh",
+})
+RESERVED_PREFIXES = ("xla.sdy.", "local_xla.sdy.", "__onednn$", "__cudnn$", "__cublas$",
+                     "__cpu$", "__gpu$", "__op$", "__triton")
+
+# Ops in whose regions XLA CPU runs a custom call (checked with jaxlib 0.10.2). In the
+# others it does not: a reduce body ends the process, a sort comparator fails to link;
+# the rest (reduce_window, scatter...) are refused without having been tried.
+_REGIONS_THAT_RUN_CUSTOM_CALLS = frozenset({"stablehlo.while", "stablehlo.case", "stablehlo.if",
+                                            "stablehlo.map"})
+
+def reserved_reason(name: str) -> str | None:
+    """Why custom-call target `name` is refused (a name XLA handles itself), or None."""
+    if name in RESERVED_TARGETS or name.startswith(RESERVED_PREFIXES):
+        return (f"{name!r} is a name XLA's compiler handles itself, not a registered target "
+                f"(XLA CPU ends the process on several of these when the operands differ "
+                f"from what it expects); give your target another name")
+    return None
+
+
+def pjrt_refusal(op) -> str | None:
+    """Why PJRT cannot run `op` (a stablehlo.custom_call of a parsed or built module), or None.
+
+    For hlogen.preflight: a reserved target name, or a place inside a region of an op
+    other than while, case, if and map.
+    """
+    reason = reserved_reason(ir.StringAttr(op.attributes["call_target_name"]).value)
+    if reason is not None:
+        return f"target {reason}"
+    parent = op.parent
+    while parent is not None and parent.name != "func.func":
+        if parent.name not in _REGIONS_THAT_RUN_CUSTOM_CALLS:
+            return (f"XLA CPU does not run a custom_call inside the computation of "
+                    f"{parent.name} (in a reduce body it ends the process); custom calls run "
+                    f"at the top level and in while, case, if and map bodies")
+        parent = parent.parent
+    return None
+
 _MAX_ATTRIBUTE_NESTING = 32  # MLIR prints and XLA converts nested dictionaries recursively
 
 # numpy dtypes XLA's FFI converts to handler attributes (xla/ffi/attribute_map.cc)
@@ -33,7 +89,7 @@ def custom_call(target_name, args, shape, *, builder=None, opaque=b"", has_side_
     `args` is a list of Ops (arrays or tokens; with none, pass `builder=`). `shape` is
     the result: an array shape or `hg.token` for one Op, a tuple shape (or a Python
     tuple of shapes) for a tuple of Ops. `api_version` is the target's custom-call API
-    (None: 4, the typed FFI; 1, 2, 3: the legacy forms, see hlogen.custom_calls).
+    (None: 4, the typed FFI; 1, 2, 3: the legacy forms, see hlogen.runtime.custom_calls).
     `opaque` is, for the typed FFI, a dict of attributes (Python int -> s64, float -> f64,
     bool, str, numpy scalars keep their type, 1-D arrays and lists, nested dicts) or
     the text of an MLIR dictionary (`"{scale = 2.0 : f32}"`, as in XLA's HLO); for the
@@ -183,7 +239,7 @@ def _parse_dictionary(text) -> ir.Attribute:
         raise ShapeError(f"{what} is not UTF-8 text; the typed FFI (api_version=4) reads opaque "
                          f"as an MLIR dictionary such as \"{{scale = 2.0 : f32}}\"") from None
     try:
-        preflight.check_text(data, "opaque")  # MLIR's parser recurses once per bracket
+        mlir.check_text(data, "opaque")  # MLIR's parser recurses once per bracket
     except HlogenError as e:
         raise ShapeError(f"{what}: {e}") from None
     try:

@@ -20,6 +20,7 @@ from hlogen.broadcasting import binary_broadcast, broadcast_shapes_exactly
 from hlogen.builder import Op, same_builder
 from hlogen.errors import ShapeError
 from hlogen.ops.conversion import bitcast_convert_type, convert_element_type
+from hlogen.ops.tuples import get_tuple_element, tuple as make_tuple
 from hlogen.ops._common import (ANY, ARITHMETIC, COMPLEX, FLOAT, FLOATING, INTEGER, LOGICAL,
                                 PRED, UNSIGNED, array_operand, as_operands,
                                 broadcast_in_dim, check_kind, int_list,
@@ -198,7 +199,6 @@ def select(pred, on_true, on_false):
         if pred.shape.rank:
             raise ShapeError(f"select: selecting between tuples {on_true.shape} needs a scalar "
                              f"pred, got {pred.shape}")
-        from hlogen.ops.tuples import get_tuple_element, tuple as make_tuple
         n = len(on_true.shape.elements)
         return make_tuple([select(pred, get_tuple_element(on_true, i), get_tuple_element(on_false, i))
                            for i in range(n)], builder=pred.builder)

@@ -19,6 +19,7 @@ from hlogen import mlir
 from hlogen import types as T
 from hlogen.builder import Op, same_builder, trace
 from hlogen.errors import ShapeError
+from hlogen.ops import conversion, elementwise, movement, shaping
 from hlogen.ops._common import (INTEGER, array_operand, as_operand_list, broadcast_in_dim,
                                 check_kind, flag, i64_array, int_list, sizes)
 
@@ -36,12 +37,11 @@ def _index_type(element_types, largest_bound: int) -> T.ElementType:
 def _as_signed(index: Op, target: T.ElementType) -> Op:
     """`index` converted to the signed `target` with its value kept (u64 beyond s64's range
     is clamped to s64's largest, which is out of bounds just the same)."""
-    from hlogen import ops
     if index.dtype == target:
         return index
     if index.dtype.name == "u64":
-        index = ops.min(index, _S64_MAX)
-    return ops.convert_element_type(index, target)
+        index = elementwise.min(index, _S64_MAX)
+    return conversion.convert_element_type(index, target)
 
 
 def _scalar_indices(op_name: str, operand: Op, start_indices) -> list[Op]:
@@ -369,13 +369,12 @@ def _nonempty_indices(indices: Op, mapping: IndexMapping, operand: T.Shape, upda
     """Index vectors of no components (the indices hold no elements) start every window at
     0, but XLA CPU then skips the updates altogether: give them one component, a 0 for
     an operand dimension that is not a batching dimension."""
-    from hlogen import ops
     free = [d for d in range(operand.rank) if d not in mapping.operand_batching_dims]
     if mapping.index_map or not free or updates.size == 0:
         return indices, mapping
     dims = list(indices.shape.dimensions)
     dims[mapping.index_vector_dim] = 1
-    zeros = ops.broadcast(indices.builder.constant(0, indices.dtype), dims)
+    zeros = shaping.broadcast(indices.builder.constant(0, indices.dtype), dims)
     return zeros, dataclasses.replace(mapping, index_map=(free[0],))
 
 
@@ -384,7 +383,6 @@ def _windows_out_of_bounds(indices: Op, operand: T.Shape, window: list[int],
     """`indices` where every index vector whose window does not fit in the operand is
     replaced by the operand's sizes, so that no element of its window is in bounds:
     then every backend skips the whole window, as XLA does."""
-    from hlogen import ops
     if not mapping.index_map:  # index vectors of no components: every window starts at 0
         return indices
     ivd = mapping.index_vector_dim
@@ -395,14 +393,14 @@ def _windows_out_of_bounds(indices: Op, operand: T.Shape, window: list[int],
     def along_vector(values):  # one value per component, laid out like `indices`
         constant = indices.builder.constant(values, indices.dtype)
         if ivd == len(dims):
-            return broadcast_in_dim(ops.reshape(constant, ()), dims, ())
+            return broadcast_in_dim(movement.reshape(constant, ()), dims, ())
         return broadcast_in_dim(constant, dims, (ivd,))
 
-    fits = ops.and_(ops.ge(indices, 0), ops.le(indices, along_vector(highest)))
+    fits = elementwise.and_(elementwise.ge(indices, 0), elementwise.le(indices, along_vector(highest)))
     if ivd < len(dims):  # a window fits when every component does
-        parts = [ops.slice_in_dim(fits, k, k + 1, 1, ivd) for k in range(dims[ivd])]
+        parts = [movement.slice_in_dim(fits, k, k + 1, 1, ivd) for k in range(dims[ivd])]
         every = parts[0]
         for p in parts[1:]:
-            every = ops.and_(every, p)
+            every = elementwise.and_(every, p)
         fits = broadcast_in_dim(every, dims, range(len(dims)))
-    return ops.select(fits, indices, along_vector(components))
+    return elementwise.select(fits, indices, along_vector(components))

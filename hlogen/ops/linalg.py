@@ -12,6 +12,7 @@ from hlogen import mlir
 from hlogen import types as T
 from hlogen.builder import same_builder
 from hlogen.errors import ShapeError
+from hlogen.ops import elementwise, shaping
 from hlogen.ops._common import ARITHMETIC, FLOATING, array_operand, check_kind, flag, int_list
 
 
@@ -173,15 +174,14 @@ def cholesky(a, lower=True):
     positive-definite matrix of `a`, reading only that triangle of `a`. The other triangle
     of the result is zero; for an input that is not positive definite the values are
     whatever XLA computes (the spec leaves them to the implementation)."""
-    from hlogen import ops
     shape = _square_matrices("cholesky", "a", a)
     lower = flag("cholesky", "lower", lower)
     factor = a.builder.add_op("stablehlo.cholesky", shape, [a], {
         "lower": ir.BoolAttr.get(lower, context=mlir.context())})
-    rows = ops.iota(a.builder, T.Shape(T.s32, shape.dimensions), shape.rank - 2)
-    columns = ops.iota(a.builder, T.Shape(T.s32, shape.dimensions), shape.rank - 1)
-    kept = ops.ge(rows, columns) if lower else ops.le(rows, columns)
-    return ops.select(kept, factor, ops.broadcast(a.builder.constant(np.zeros((), shape.dtype)),
+    rows = shaping.iota(a.builder, T.Shape(T.s32, shape.dimensions), shape.rank - 2)
+    columns = shaping.iota(a.builder, T.Shape(T.s32, shape.dimensions), shape.rank - 1)
+    kept = elementwise.ge(rows, columns) if lower else elementwise.le(rows, columns)
+    return elementwise.select(kept, factor, shaping.broadcast(a.builder.constant(np.zeros((), shape.dtype)),
                                                   shape.dimensions))
 
 

@@ -7,6 +7,7 @@ from hlogen import mlir
 from hlogen import types as T
 from hlogen.builder import Op, same_builder, trace
 from hlogen.errors import ShapeError
+from hlogen.ops import elementwise, movement, shaping
 from hlogen.ops._common import COMPLEX, array_operand, as_operand_list, flag, int_attr
 
 
@@ -22,13 +23,12 @@ def _ascending(p, q):
     """The default comparator: the first operand ascending in a total order (for floats
     -NaN < -Inf < ... < -0 < +0 < ... < +Inf < +NaN; complex numbers by real part, then
     imaginary part)."""
-    from hlogen import ops
     if p.dtype.kind == COMPLEX:
-        re_p, re_q = ops.real(p), ops.real(q)
-        return ops.or_(ops.lt_total_order(re_p, re_q),
-                       ops.and_(ops.eq_total_order(re_p, re_q),
-                                ops.lt_total_order(ops.imag(p), ops.imag(q))))
-    return ops.lt_total_order(p, q)
+        re_p, re_q = elementwise.real(p), elementwise.real(q)
+        return elementwise.or_(elementwise.lt_total_order(re_p, re_q),
+                       elementwise.and_(elementwise.eq_total_order(re_p, re_q),
+                                elementwise.lt_total_order(elementwise.imag(p), elementwise.imag(q))))
+    return elementwise.lt_total_order(p, q)
 
 
 def sort(operands, comparator=None, dimension=-1, is_stable=False):
@@ -67,7 +67,6 @@ def top_k(operand, k, largest=True):
     """TopK(operand, k, largest): the k largest (or smallest) elements along the last
     dimension, in order, and their s32 indices; equal values keep index order. Floats
     order as -NaN < -Inf < ... < +Inf < +NaN."""
-    from hlogen import ops
     shape = array_operand("top_k", "operand", operand)
     if shape.rank == 0:
         raise ShapeError(f"top_k: operand must have rank >= 1, got {shape}")
@@ -77,9 +76,9 @@ def top_k(operand, k, largest=True):
     if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k <= n:
         raise ShapeError(f"top_k: k={k!r} must be an integer in [0, {n}] (the size of the last "
                          f"dimension of {shape})")
-    before = ops.gt_total_order if flag("top_k", "largest", largest) else ops.lt_total_order
-    indices = ops.iota(operand.builder, T.Shape(T.s32, shape.dimensions), shape.rank - 1)
+    before = elementwise.gt_total_order if flag("top_k", "largest", largest) else elementwise.lt_total_order
+    indices = shaping.iota(operand.builder, T.Shape(T.s32, shape.dimensions), shape.rank - 1)
     values, positions = sort([operand, indices], lambda p, q, i, j: before(p, q),
                              dimension=-1, is_stable=True)
     last = shape.rank - 1
-    return (ops.slice_in_dim(values, 0, k, 1, last), ops.slice_in_dim(positions, 0, k, 1, last))
+    return (movement.slice_in_dim(values, 0, k, 1, last), movement.slice_in_dim(positions, 0, k, 1, last))

@@ -4,14 +4,13 @@ from __future__ import annotations
 import builtins
 
 from hlogen import types as T
-from hlogen.builder import Op, same_builder
+from hlogen.builder import Builder, Op, same_builder
 from hlogen.errors import ShapeError
 from hlogen.ops._common import int_attr
 
 
 def tuple(elements, builder=None):  # noqa: A001 - the spec's name
     """Tuple(elements): one value holding `elements` (Ops); `builder` only for the empty tuple."""
-    from hlogen.builder import Builder
     if isinstance(elements, Op):
         elements = (elements,)
     try:

@@ -1,7 +1,10 @@
 """Execution: PJRT (pjrt.py), the reference interpreter (interpreter.py), host arrays."""
 from __future__ import annotations
 
+from hlogen.computation import Computation
 from hlogen.errors import HlogenError, UnsupportedError
+from hlogen.ops.collectives import MAX_REPLICAS
+from hlogen.runtime.interpreter import Interpreted
 
 BACKENDS = ("cpu", "gpu", "interpret")
 
@@ -18,12 +21,10 @@ def compile(computation, backend=None, num_replicas=1, num_partitions=1):
     backend with enough devices: see pjrt.client); run them with
     `.run_replicated([[args of replica 0], [args of replica 1], ...])`.
     """
-    from hlogen.computation import Computation
     if not isinstance(computation, Computation):
         raise HlogenError(f"compile takes a Computation, got {type(computation).__name__}")
     if backend is not None and backend not in BACKENDS:
         raise HlogenError(f"backend must be one of {', '.join(BACKENDS)} or None, got {backend!r}")
-    from hlogen.ops.collectives import MAX_REPLICAS
     if type(num_replicas) is not int or not 1 <= num_replicas <= MAX_REPLICAS:
         raise HlogenError(f"num_replicas must be a positive int (at most {MAX_REPLICAS}), got "
                           f"{num_replicas!r}")
@@ -31,9 +32,8 @@ def compile(computation, backend=None, num_replicas=1, num_partitions=1):
         raise UnsupportedError(f"num_partitions={num_partitions}: hlogen runs replicas, "
                                f"one partition each (SPMD partitioning is not supported)")
     if backend == "interpret":
-        from hlogen.runtime.interpreter import Interpreted
         return Interpreted(computation, num_replicas)
-    from hlogen.runtime import pjrt
+    from hlogen.runtime import pjrt  # here, not at the top: it starts jax (start-up time)
     return pjrt.compile(computation, backend, num_replicas=num_replicas)
 
 

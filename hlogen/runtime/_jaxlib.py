@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 
 import jax  # noqa: F401 - initializes jax's config and backends
+import jaxlib
 import jaxlib._jax as _jax
 import numpy as np
 from jax._src import config as _config
@@ -86,7 +87,6 @@ def compile_options_key(devices: list) -> str:
 
 
 def jaxlib_version() -> str:
-    import jaxlib
     return jaxlib.__version__
 
 

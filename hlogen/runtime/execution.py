@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from jaxlib.mlir._mlir_libs import _jax_mlir_ext
 
-from hlogen import decompositions, mlir, passes, preflight, semantics
+from hlogen import decompositions, mlir, ops, passes, preflight, semantics
 from hlogen import types as T
 from hlogen.builder import Builder, Op
 from hlogen.computation import Computation
@@ -85,7 +85,6 @@ def prepare(computation: Computation, for_interpreter: bool, num_replicas: int =
 def _wrap(entry: Computation, read: list[str]) -> Computation:
     """A module whose `main` has one parameter per leaf and one result per leaf (or two
     for a complex leaf read as real and imaginary parts), with the original inlined."""
-    from hlogen import ops
     main, result_shapes = entry._main, entry.result_shapes
     b = Builder(entry.name)
     module_attributes = entry.module.operation.attributes

@@ -16,11 +16,10 @@ from a shared library and registers it through jax's public FFI API
 typed FFI, 0 every legacy form.) XLA CPU in jaxlib 0.10.2 runs all four; it logs
 that versions 1 and 2 are deprecated.
 
-What makes XLA end the process instead of reporting an error is refused here, before:
-- `reserved_reason`: target names XLA's compiler handles itself (TopK, Sharding, ...);
-- `pjrt_refusal`: a custom call inside the computation of reduce, sort, scatter and
-  the like (while, case, if and map bodies are fine);
-- `register_custom_call`: a second legacy registration of a name with another function.
+What makes XLA end the process instead of reporting an error is refused before: target
+names XLA's compiler handles itself (hlogen.ops.custom_call.reserved_reason, also for
+ops.custom_call and the preflight), and here a second legacy registration of a name
+with another function.
 """
 from __future__ import annotations
 
@@ -28,68 +27,10 @@ import ctypes
 import os
 import threading
 
-from jaxlib.mlir import ir
-
 from hlogen.errors import HlogenError, InputError
-
-TYPED_FFI = 4
-
-API_VERSIONS = {
-    1: "API_VERSION_ORIGINAL",
-    2: "API_VERSION_STATUS_RETURNING",
-    3: "API_VERSION_STATUS_RETURNING_UNIFIED",
-    4: "API_VERSION_TYPED_FFI",
-}
-
-# Names XLA's compiler rewrites or interprets itself; with operands it does not expect,
-# XLA CPU ends the process (checked with jaxlib 0.10.2: TopK, SliceToDynamic, Sharding,
-# SPMDFullToShardShape, SPMDShardToFullShape and xla.sdy.* abort; __onednn$matmul
-# dies of SIGILL).
-RESERVED_TARGETS = frozenset({
-    "TopK", "Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape",
-    "SPMDShardShapeToFull", "ShardBarrierFrom", "ShardBarrierTo", "InspectSharding",
-    "PadToStatic", "SliceToDynamic", "MoveToHost", "MoveToDevice", "PinToDevice",
-    "annotate_device_placement", "LayoutConstraint", "AllocateBuffer", "X64Combine",
-    "X64SplitLow", "X64SplitHigh",
-})
-RESERVED_PREFIXES = ("xla.sdy.", "local_xla.sdy.", "__onednn$", "__cudnn$", "__cublas$",
-                     "__cpu$", "__gpu$", "__op$", "__triton")
-
-# Ops in whose regions XLA CPU runs a custom call (checked with jaxlib 0.10.2). In the
-# others it does not: a reduce body ends the process, a sort comparator fails to link;
-# the rest (reduce_window, scatter...) are refused without having been tried.
-_REGIONS_THAT_RUN_CUSTOM_CALLS = frozenset({"stablehlo.while", "stablehlo.case", "stablehlo.if",
-                                            "stablehlo.map"})
+from hlogen.ops.custom_call import API_VERSIONS, TYPED_FFI, reserved_reason
 
 _PLATFORMS = {"cpu": "Host", "gpu": "CUDA"}  # jax's platform name -> XLA's registry name
-
-
-def reserved_reason(name: str) -> str | None:
-    """Why custom-call target `name` is refused (a name XLA handles itself), or None."""
-    if name in RESERVED_TARGETS or name.startswith(RESERVED_PREFIXES):
-        return (f"{name!r} is a name XLA's compiler handles itself, not a registered target "
-                f"(XLA CPU ends the process on several of these when the operands differ "
-                f"from what it expects); give your target another name")
-    return None
-
-
-def pjrt_refusal(op) -> str | None:
-    """Why PJRT cannot run `op` (a stablehlo.custom_call of a parsed or built module), or None.
-
-    For hlogen.preflight: a reserved target name, or a place inside a region of an op
-    other than while, case, if and map.
-    """
-    reason = reserved_reason(ir.StringAttr(op.attributes["call_target_name"]).value)
-    if reason is not None:
-        return f"target {reason}"
-    parent = op.parent
-    while parent is not None and parent.name != "func.func":
-        if parent.name not in _REGIONS_THAT_RUN_CUSTOM_CALLS:
-            return (f"XLA CPU does not run a custom_call inside the computation of "
-                    f"{parent.name} (in a reduce body it ends the process); custom calls run "
-                    f"at the top level and in while, case, if and map bodies")
-        parent = parent.parent
-    return None
 
 
 # -- registration ------------------------------------------------------------------------
@@ -129,11 +70,12 @@ def register_custom_call(name, library, symbol=None, *, platform="cpu", api_vers
     address = ctypes.cast(function, ctypes.c_void_p).value
     typed = api_version == TYPED_FFI
 
-    from hlogen.runtime import pjrt
+    # imported here, not at the top: `import hlogen` must not start jax (start-up time)
+    import jax.ffi
+    from hlogen.runtime import pjrt  # start-up time, as above
     # The backend must exist first: before, jax defers registrations to its start, where
     # an error would surface far from this call.
     pjrt.client(platform)
-    import jax.ffi
     with _lock:
         # XLA keeps typed handlers and legacy functions in two registries
         previous = (_registered.get((platform, name, typed))
@@ -188,7 +130,7 @@ def _registry_address(platform: str, name: str, typed: bool):
     module that holds hlogen's private jax imports. Without it, hlogen's own record is
     all there is.
     """
-    from hlogen.runtime import _jaxlib
+    from hlogen.runtime import _jaxlib  # here, not at the top: it starts jax (start-up time)
     try:
         entry = _jaxlib.xla_client.custom_call_targets(_PLATFORMS[platform]).get(name)
     except Exception:  # noqa: BLE001 - a jaxlib without the listing

@@ -1,0 +1,125 @@
+"""The layering contract: modules import one way only (README, "What is here").
+
+`pyproject.toml`'s import-linter contract names the layers top to bottom; these tests
+run it, refuse any import circle (imports inside functions included), make every module
+take its place in a layer, and make every import inside a function say why it is there
+(start-up time, or an optional dependency: never to dodge a circle).
+"""
+from __future__ import annotations
+
+import ast
+import pathlib
+import subprocess
+import sys
+import tomllib
+
+import grimp
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+PACKAGES = {"hlogen": ROOT / "hlogen", "hlogen_cli": ROOT / "cli"}
+# what a comment on (or just above) an import inside a function must say
+REASONS = ("start-up", "optional dependency")
+
+
+@pytest.fixture(scope="module")
+def graph():
+    return grimp.build_graph(*PACKAGES)
+
+
+def _layers() -> list[str]:
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    (contract,) = [c for c in config["contracts"] if c["type"] == "layers"]
+    return contract["layers"]
+
+
+def test_the_layers_contract_holds():
+    lint = pathlib.Path(sys.executable).with_name("lint-imports")
+    run = subprocess.run([str(lint), "--no-cache"], cwd=ROOT, capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
+    assert "0 broken" in run.stdout
+
+
+def _circles(graph) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan, iterative)."""
+    index, low, on_stack, stack, found = {}, {}, set(), [], []
+    for start in sorted(graph.modules):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph.find_modules_directly_imported_by(start))))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, children = work[-1]
+            for child in children:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.find_modules_directly_imported_by(child)))))
+                    break
+                if child in on_stack:
+                    low[node] = min(low[node], index[child])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    component = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.append(member)
+                        if member == node:
+                            break
+                    if len(component) > 1:
+                        found.append(sorted(component))
+    return found
+
+
+def test_no_import_circle(graph):
+    circles = _circles(graph)
+    assert not circles, "import circles:\n" + "\n".join(
+        f"  {', '.join(c)}: e.g. " + "; ".join(
+            f"{m} -> {n}" for m in c for n in sorted(graph.find_modules_directly_imported_by(m))
+            if n in c) for c in circles)
+
+
+def test_every_module_has_a_layer(graph):
+    placed = [name.strip() for layer in _layers() for name in layer.replace("|", ":").split(":")]
+    unplaced = sorted(m for m in graph.modules if m not in PACKAGES
+                      and not any(m == p or m.startswith(p + ".") for p in placed))
+    assert not unplaced, f"modules in no layer of pyproject.toml's contract: {unplaced}"
+
+
+def _imports_inside_functions(path: pathlib.Path):
+    lines = path.read_text().splitlines()
+    tree = ast.parse("\n".join(lines), str(path))
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for inner in ast.walk(node):
+                if isinstance(inner, (ast.Import, ast.ImportFrom)):
+                    said = " ".join(lines[max(inner.lineno - 2, 0):inner.end_lineno])
+                    yield inner.lineno, said
+
+
+def test_imports_inside_functions_say_why():
+    silent = [f"{path.relative_to(ROOT)}:{line}"
+              for package in PACKAGES.values() for path in sorted(package.rglob("*.py"))
+              for line, said in _imports_inside_functions(path)
+              if "#" not in said or not any(r in said for r in REASONS)]
+    assert not silent, (f"imports inside functions without a comment that says why "
+                        f"({' or '.join(REASONS)}): {silent}")
+
+
+def test_a_circle_is_found():
+    class Graph:  # a -> b -> c -> a, and d alone
+        modules = {"a", "b", "c", "d"}
+        edges = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+
+        def find_modules_directly_imported_by(self, m):
+            return self.edges[m]
+
+    assert _circles(Graph()) == [["a", "b", "c"]]
