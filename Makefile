@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 HLOGEN := $(VENV)/bin/hlogen
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup demo test fuzz bench clean
+.PHONY: setup demo test fuzz bench clean lint-imports
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -34,6 +34,10 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest tests
+
+# The layering contract alone (pyproject.toml [tool.importlinter]; make test checks it too).
+lint-imports: $(STAMP)
+	$(VENV)/bin/lint-imports
 
 # The fuzz suite at 20 times the cases `make test` runs, with a new seed each time
 # (HLOGEN_FUZZ_SEED=N repeats a run); prints the counts the README records.
