@@ -34,6 +34,14 @@ def _attr_ints(op: ir.Operation, name: str) -> list[int]:
         return [int(x) for x in np.array(ir.DenseIntElementsAttr(attr)).reshape(-1)]
 
 
+def _scalar(b, value, et: T.ElementType) -> Op:
+    return b.constant(np.array(value, et.dtype))
+
+
+def _full(b, value, et: T.ElementType, dims) -> Op:
+    return ops.broadcast(_scalar(b, value, et), tuple(dims))
+
+
 def _region_callable(op: ir.Operation, index: int):
     """Region `index` of `op` as a callable of Ops (for hlogen's ops that take a
     computation); the region's block is moved out of `op`, which is about to be erased."""
@@ -142,7 +150,7 @@ def _select_and_scatter(b: InsertingBuilder, op: ir.Operation, operands: list[Op
     # padding takes the init values: never valid, so never picked
     _, _, picked = ops.reduce_window(
         [valid, operand, position],
-        [b.constant(False), b.constant(0, shape.dtype),
+        [b.constant(False), _scalar(b, 0, shape.dtype),
          b.constant(-1, index_type)],
         pick, window, strides, padding)
     count = source.shape.size
@@ -152,6 +160,133 @@ def _select_and_scatter(b: InsertingBuilder, op: ir.Operation, operands: list[Op
         update_window_dims=(), inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,),
         index_vector_dim=1)
     return [ops.reshape(result, shape.dimensions)]
+
+
+# -- cholesky, triangular_solve: the interpreter has neither ------------------------------
+
+def _minor_transpose(x: Op) -> Op:
+    rank = x.shape.rank
+    return ops.transpose(x, list(range(rank - 2)) + [rank - 1, rank - 2])
+
+
+def _conj(x: Op) -> Op:
+    return ops.complex(ops.real(x), ops.neg(ops.imag(x))) if x.dtype.kind == T.COMPLEX else x
+
+
+def _matmul(x: Op, y: Op) -> Op:
+    """x @ y over the two minor dimensions, the others batch dimensions."""
+    batch = tuple(range(x.shape.rank - 2))
+    return ops.dot_general(x, y, {
+        "lhs_contracting_dimensions": (x.shape.rank - 1,),
+        "rhs_contracting_dimensions": (y.shape.rank - 2,),
+        "lhs_batch_dimensions": batch, "rhs_batch_dimensions": batch})
+
+
+def _minor(x: Op, rows: tuple[int, int], columns: tuple[int, int]) -> Op:
+    """x[..., rows[0]:rows[1], columns[0]:columns[1]]."""
+    batch = x.shape.dimensions[:-2]
+    return ops.slice(x, [0] * len(batch) + [rows[0], columns[0]],
+                     list(batch) + [rows[1], columns[1]])
+
+
+def _triangle(x: Op, lower: bool, diagonal: bool = True) -> Op:
+    """The lower (or upper) triangle of x's matrices, zeros elsewhere (and on the diagonal
+    unless `diagonal`)."""
+    b, dims = x.builder, x.shape.dimensions
+    rows = ops.iota(b, T.Shape(T.s32, dims), x.shape.rank - 2)
+    columns = ops.iota(b, T.Shape(T.s32, dims), x.shape.rank - 1)
+    if diagonal:
+        kept = ops.ge(rows, columns) if lower else ops.le(rows, columns)
+    else:
+        kept = ops.gt(rows, columns) if lower else ops.lt(rows, columns)
+    return ops.select(kept, x, _full(b, 0, x.dtype, dims))
+
+
+@register(INTERPRET, "stablehlo.cholesky", "the interpreter has no implementation of it")
+def _cholesky(b: InsertingBuilder, op: ir.Operation, operands: list[Op]) -> list[Op]:
+    """XLA's CholeskyExpander: the upper factor is the transpose of the lower factor of
+    a's transpose; column j of the lower factor is (a[:, j] - L L[j, :]^H)[j:] / its
+    diagonal's square root (only the lower triangle of a is read). A matrix where that
+    square root is NaN (a not positive definite) is NaN throughout."""
+    (a,) = operands
+    lower = ir.BoolAttr(op.attributes["lower"]).value if "lower" in op.attributes else False
+    if not lower:
+        a = _minor_transpose(a)
+    n = a.shape.dimensions[-1]
+    batch = a.shape.dimensions[:-2]
+    complex_ = a.dtype.kind == T.COMPLEX
+    columns, failed = [], None
+    for j in range(n):
+        column = _minor(a, (j, n), (j, j + 1))  # a[j:, j], read from the lower triangle
+        if j:
+            done = ops.concatenate(columns, a.shape.rank - 1)  # L[:, :j], rows 0..n-1
+            row = _minor(done, (j, j + 1), (0, j))
+            column = ops.sub(column, _matmul(_minor(done, (j, n), (0, j)),
+                                             _minor_transpose(_conj(row))))
+        pivot = _minor(column, (0, 1), (0, 1))
+        root = ops.sqrt(ops.real(pivot) if complex_ else pivot)
+        nan = ops.ne(root, root)
+        failed = nan if failed is None else ops.or_(failed, nan)
+        if complex_:
+            root = ops.complex(root, _full(b, 0, root.dtype, root.shape.dimensions))
+        # as XLA does, the pivot too is divided by its root
+        scaled = ops.div(column, ops.broadcast_in_dim(root, column.shape.dimensions,
+                                                      list(range(a.shape.rank))))
+        if j:
+            scaled = ops.concatenate(
+                [_full(b, 0, a.dtype, batch + (j, 1)), scaled], a.shape.rank - 2)
+        columns.append(scaled)
+    factor = ops.concatenate(columns, a.shape.rank - 1) if n > 1 else columns[0]
+    nan = _full(b, float("nan"), a.dtype, a.shape.dimensions)
+    factor = ops.select(ops.broadcast_in_dim(failed, a.shape.dimensions,
+                                             list(range(a.shape.rank))), nan, factor)
+    return [factor if lower else _minor_transpose(factor)]
+
+
+def _transpose_kind(op: ir.Operation) -> str:
+    text = str(op.attributes["transpose_a"])  # #stablehlo<transpose ADJOINT>
+    return text.split()[-1].rstrip(">")
+
+
+@register(INTERPRET, "stablehlo.triangular_solve", "the interpreter has no implementation of it")
+def _triangular_solve(b: InsertingBuilder, op: ir.Operation, operands: list[Op]) -> list[Op]:
+    """x with op(a) x = b (left_side) or x op(a) = b, by substitution: op(a) is the
+    `lower` (or upper) triangle of a, with ones on the diagonal if unit_diagonal,
+    transposed or adjoint per transpose_a; a right-side solve is the left-side solve of
+    the transposes."""
+    a, rhs = operands
+
+    def flag(name):
+        return ir.BoolAttr(op.attributes[name]).value
+
+    left_side, lower, unit = flag("left_side"), flag("lower"), flag("unit_diagonal")
+    kind = _transpose_kind(op)
+    matrix = _triangle(a, lower, diagonal=not unit)
+    if kind != "NO_TRANSPOSE":
+        matrix, lower = _minor_transpose(matrix), not lower
+        if kind == "ADJOINT":
+            matrix = _conj(matrix)
+    if not left_side:  # x m = rhs  <=>  m^T x^T = rhs^T
+        matrix, lower, rhs = _minor_transpose(matrix), not lower, _minor_transpose(rhs)
+    m = matrix.shape.dimensions[-1]
+    columns = rhs.shape.dimensions[-1]
+    rows: dict[int, Op] = {}
+    order = range(m) if lower else range(m - 1, -1, -1)
+    for i in order:
+        row = _minor(rhs, (i, i + 1), (0, columns))
+        solved = sorted(rows)
+        if solved:
+            known = ops.concatenate([rows[k] for k in solved], rhs.shape.rank - 2) \
+                if len(solved) > 1 else rows[solved[0]]
+            low, high = solved[0], solved[-1] + 1  # contiguous: before i, or after it
+            row = ops.sub(row, _matmul(_minor(matrix, (i, i + 1), (low, high)), known))
+        if not unit:
+            diagonal = _minor(matrix, (i, i + 1), (i, i + 1))
+            row = ops.div(row, ops.broadcast_in_dim(diagonal, row.shape.dimensions,
+                                                    list(range(rhs.shape.rank))))
+        rows[i] = row
+    x = ops.concatenate([rows[i] for i in range(m)], rhs.shape.rank - 2) if m > 1 else rows[0]
+    return [x if left_side else _minor_transpose(x)]
 
 
 def decompose_for_interpreter(module: ir.Module) -> int:
