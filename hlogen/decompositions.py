@@ -289,6 +289,55 @@ def _triangular_solve(b: InsertingBuilder, op: ir.Operation, operands: list[Op])
     return [x if left_side else _minor_transpose(x)]
 
 
+# -- fft: the interpreter aborts on c64, and computes odd-length IRFFTs wrongly -------------
+
+_WIDER = {"f32": T.f64, "c64": T.c128}
+
+
+def _fft_kind(op: ir.Operation) -> str:
+    return str(op.attributes["fft_type"]).split()[-1].rstrip(">")  # #stablehlo<fft_type FFT>
+
+
+def _interpreter_fft_fails(op: ir.Operation) -> bool:
+    types = [mlir.shape_of_type(v.type).element_type.name
+             for v in list(op.operands) + list(op.results)]
+    lengths = _attr_ints(op, "fft_length")
+    return any(t in _WIDER for t in types) or (
+        _fft_kind(op) == "IRFFT" and bool(lengths) and lengths[-1] % 2 == 1)
+
+
+@register(INTERPRET, "stablehlo.fft",
+          "the interpreter aborts on c64 (and f32) FFTs and computes odd-length IRFFTs wrongly",
+          _interpreter_fft_fails)
+def _fft(b: InsertingBuilder, op: ir.Operation, operands: list[Op]) -> list[Op]:
+    """The FFT in double precision (c128, f64), converted back; an odd-length IRFFT as
+    the real part of the inverse FFT of its Hermitian spectrum."""
+    (x,) = operands
+    kind, lengths = _fft_kind(op), _attr_ints(op, "fft_length")
+    result = mlir.shape_of_type(op.results[0].type)
+    if x.dtype.name in _WIDER:
+        x = ops.convert_element_type(x, _WIDER[x.dtype.name])
+    if kind == "IRFFT" and lengths[-1] % 2 == 1:
+        y = _odd_irfft(x, lengths)
+    else:
+        y = ops.fft(x, kind, lengths)
+    return [ops.convert_element_type(y, result.element_type) if y.dtype != result.element_type
+            else y]
+
+
+def _odd_irfft(x: Op, lengths: list[int]) -> Op:
+    rank, n = x.shape.rank, lengths[-1]
+    if len(lengths) > 1:  # the inverse FFT over the outer dimensions first
+        outer = list(range(rank - len(lengths), rank - 1))
+        moved = list(range(rank - len(lengths))) + [rank - 1] + outer
+        back = [moved.index(d) for d in range(rank)]
+        x = ops.transpose(ops.fft(ops.transpose(x, moved), "IFFT", lengths[:-1]), back)
+    kept = x.shape.dimensions[-1]  # n // 2 + 1 values; value n - k is value k's conjugate
+    mirrored = ops.slice_in_dim(x, 1, n - kept + 1, 1, rank - 1)
+    spectrum = ops.concatenate([x, _conj(ops.rev(mirrored, [rank - 1]))], rank - 1)
+    return ops.real(ops.fft(spectrum, "IFFT", [n]))
+
+
 def decompose_for_interpreter(module: ir.Module) -> int:
     """Rewrites the ops the interpreter lacks or gets wrong (the "interpret" entries of
     hlogen.rewrites' table); returns how many."""
