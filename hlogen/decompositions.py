@@ -150,7 +150,7 @@ def _select_and_scatter(b: InsertingBuilder, op: ir.Operation, operands: list[Op
     # padding takes the init values: never valid, so never picked
     _, _, picked = ops.reduce_window(
         [valid, operand, position],
-        [b.constant(False), _scalar(b, 0, shape.dtype),
+        [b.constant(False), _scalar(b, 0, shape.element_type),
          b.constant(-1, index_type)],
         pick, window, strides, padding)
     count = source.shape.size

@@ -1,0 +1,271 @@
+"""The reference interpreter's rewrites (hlogen.rewrites' table, hlogen.decompositions,
+hlogen.random_bits): each on random valid inputs (hypothesis) against an independent
+numpy reference written from the spec (tests/spec_reference_*.py) and against PJRT on
+the same inputs; RngBitGenerator bit for bit against XLA CPU, whose bits define it."""
+from __future__ import annotations
+
+import itertools
+import os
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import hlogen as hg
+from hlogen import ops, rewrites
+from hlogen.runtime.execution import prepare
+from tests import spec_reference_computations as ref_computations
+from tests import spec_reference_linalg as ref
+from tests.helpers import BACKENDS, run
+
+SETTINGS = settings(max_examples=int(os.environ.get("HLOGEN_EXAMPLES", 12)), deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+# float results: the conformance runner's expect_almost_eq tolerance, relative to the size
+TOLERANCE = {np.float32: 1e-4, np.complex64: 1e-4, np.float64: 1e-10, np.complex128: 1e-10}
+
+
+def _comp(fn, *values):
+    b = hg.Builder("case")
+    result = fn(*[b.parameter(hg.Shape(hg.element_type(np.asarray(v).dtype), np.shape(v)),
+                              f"p{i}") for i, v in enumerate(values)])
+    return b.build(*result) if isinstance(result, tuple) else b.build(result)
+
+
+def _both(fn, *values):
+    comp = _comp(fn, *values)
+    return {backend: run(comp, backend, *values) for backend in BACKENDS}
+
+
+def _close(got, want, err_msg=""):
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, want.dtype)
+    tol = TOLERANCE[want.dtype.type]
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol * max(1.0, np.abs(want).max(
+        initial=0)), err_msg=err_msg)
+
+
+# -- the table ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("op", ["stablehlo.cholesky", "stablehlo.triangular_solve",
+                                "stablehlo.rng_bit_generator", "stablehlo.select_and_scatter",
+                                "stablehlo.batch_norm_training", "stablehlo.fft"])
+def test_rewrites_are_the_interpreters_only(op):
+    assert rewrites.TABLE[("interpret", op)]
+    assert not any(backend == "pjrt" and name == op for backend, name in rewrites.TABLE)
+
+
+def test_interpreter_module_has_the_rewritten_ops_pjrt_keeps_them():
+    comp = _comp(lambda a, b: ops.triangular_solve(ops.cholesky(a), b, True, True, False,
+                                                   "NO_TRANSPOSE"),
+                 np.eye(3, dtype=np.float32), np.ones((3, 1), np.float32))
+    interpreted = hg.mlir.op_names(prepare(comp, for_interpreter=True).computation.module)
+    compiled = hg.mlir.op_names(prepare(comp, for_interpreter=False).computation.module)
+    for name in ("stablehlo.cholesky", "stablehlo.triangular_solve"):
+        assert name not in interpreted and name in compiled
+
+
+def test_fft_is_rewritten_only_where_the_interpreter_fails():
+    def names(x, kind, length):
+        comp = _comp(lambda p: ops.fft(p, kind, length), x)
+        return hg.mlir.op_names(prepare(comp, for_interpreter=True).computation.module)
+
+    c128 = np.zeros((2, 4), np.complex128)
+    assert "stablehlo.convert" not in names(c128, "FFT", [4])  # as it is
+    assert "stablehlo.convert" in names(c128.astype(np.complex64), "FFT", [4])
+
+
+# -- SelectAndScatter --------------------------------------------------------------------------
+
+def test_select_and_scatter_xla_r1s32_init_value():
+    """XLA's select_and_scatter_test R1S32: the init value is combined once."""
+    operand = np.array([-1, 0, 6, 4, -4, 10], np.int32)
+    source = np.array([-10, 20], np.int32)
+    got = _both(lambda o, s: ops.select_and_scatter(o, ops.ge, [3], [3], [(0, 0)], s,
+                                                    o.builder.constant(1), ops.add),
+                operand, source)
+    for backend, value in got.items():
+        assert value.tolist() == [1, 1, -9, 1, 1, 21], backend
+
+
+@st.composite
+def _select_and_scatter_cases(draw):
+    rank = draw(st.integers(1, 2))
+    dims = tuple(draw(st.lists(st.integers(1, 5), min_size=rank, max_size=rank)))
+    window = tuple(draw(st.integers(1, n + 1)) for n in dims)
+    strides = tuple(draw(st.integers(1, 3)) for _ in dims)
+    # padding smaller than the window, so that every window holds an operand element
+    padding = tuple((draw(st.integers(0, w - 1)), draw(st.integers(0, w - 1))) for w in window)
+    windows = tuple((n + lo + hi - w) // s + 1 for n, w, s, (lo, hi) in
+                    zip(dims, window, strides, padding))
+    if min(n + lo + hi - w for n, w, (lo, hi) in zip(dims, window, padding)) < 0:
+        windows = None
+    dtype = draw(st.sampled_from([np.int32, np.float32]))
+    # few distinct values: ties are frequent
+    operand = np.array(draw(st.lists(st.integers(-2, 2), min_size=int(np.prod(dims)),
+                                     max_size=int(np.prod(dims)))), dtype).reshape(dims)
+    return dict(operand=operand, window=window, strides=strides, padding=padding,
+                windows=windows, dtype=dtype, init=draw(st.integers(-3, 3)),
+                select=draw(st.sampled_from(["ge", "gt", "le"])),
+                scatter=draw(st.sampled_from(["add", "max"])), seed=draw(st.integers(0, 99)))
+
+
+@SETTINGS
+@given(_select_and_scatter_cases())
+def test_select_and_scatter_against_the_spec(case):
+    if case["windows"] is None:
+        return  # a window larger than the padded operand: no windows to draw
+    source = np.random.default_rng(case["seed"]).integers(-9, 10, case["windows"]).astype(
+        case["dtype"])
+    select, scatter = getattr(ops, case["select"]), getattr(ops, case["scatter"])
+    compare = {"ge": np.greater_equal, "gt": np.greater, "le": np.less_equal}[case["select"]]
+    combine = {"add": np.add, "max": np.maximum}[case["scatter"]]
+    want = ref_computations.select_and_scatter(
+        case["operand"], compare, case["window"], case["strides"], case["padding"], source,
+        case["init"], combine)
+    got = _both(lambda o, s: ops.select_and_scatter(
+        o, select, case["window"], case["strides"], case["padding"], s,
+        o.builder.constant(np.array(case["init"], case["dtype"])), scatter),
+        case["operand"], source)
+    for backend, value in got.items():
+        assert value.tobytes() == want.tobytes(), f"{backend}:\n{value}\n!=\n{want}"
+
+
+# -- RngBitGenerator ---------------------------------------------------------------------------
+
+_STATE_WORDS = [("THREE_FRY", 2), ("PHILOX", 2), ("PHILOX", 3), ("DEFAULT", 2), ("DEFAULT", 3)]
+_BIT_TYPES = [hg.u8, hg.u16, hg.u32, hg.u64, hg.s8, hg.s32, hg.s64, hg.f16, hg.bf16, hg.f32,
+              hg.f64]
+
+
+@pytest.mark.parametrize("algorithm,words", _STATE_WORDS)
+@SETTINGS
+@given(dims=st.lists(st.integers(1, 7), max_size=3).map(tuple),
+       element_type=st.sampled_from(_BIT_TYPES),
+       state=st.lists(st.integers(0, 2**64 - 1), min_size=3, max_size=3),
+       near_wrap=st.booleans())
+def test_rng_bit_generator_bit_exact_with_xla_cpu(algorithm, words, dims, element_type, state,
+                                                  near_wrap):
+    state = np.array(state[:words], np.uint64)
+    if near_wrap:  # the counter (and Philox's carry into its high word) wraps
+        state[1] = np.uint64(2**64 - 3)
+    b = hg.Builder("bits")
+    new_state, data = ops.rng_bit_generator(algorithm, b.parameter(hg.Shape(hg.u64, (words,))),
+                                            hg.Shape(element_type, dims))
+    comp = b.build(new_state, data)
+    xla, interpreted = (run(comp, backend, state) for backend in ("cpu", "interpret"))
+    for got, want in zip(interpreted, xla):
+        assert got.dtype == want.dtype and got.shape == want.shape
+        assert got.tobytes() == want.tobytes(), f"{got}\n!=\n{want}"
+
+
+def test_rng_bit_generator_interpreter_chains_states():
+    """A second call on the first's new state gives the next bits, as on XLA CPU."""
+    b = hg.Builder("chain")
+    state = b.parameter(hg.Shape(hg.u64, (2,)))
+    s1, d1 = ops.rng_bit_generator("THREE_FRY", state, hg.Shape(hg.u32, (3,)))
+    s2, d2 = ops.rng_bit_generator("THREE_FRY", s1, hg.Shape(hg.u32, (3,)))
+    comp = b.build(s2, d1, d2)
+    seed = np.array([42, 7], np.uint64)
+    xla, interpreted = (run(comp, backend, seed) for backend in ("cpu", "interpret"))
+    for got, want in zip(interpreted, xla):
+        assert got.tobytes() == want.tobytes()
+    assert interpreted[1].tolist() != interpreted[2].tolist()
+
+
+# -- Cholesky ----------------------------------------------------------------------------------
+
+_FLOATING = [np.float32, np.float64, np.complex64, np.complex128]
+
+
+def _random(rng, shape, dtype):
+    x = rng.standard_normal(shape)
+    if np.dtype(dtype).kind == "c":
+        x = x + 1j * rng.standard_normal(shape)
+    return x.astype(dtype)
+
+
+def _positive_definite(rng, batch, n, dtype):
+    x = _random(rng, batch + (n, n), dtype)
+    return (x @ np.conj(np.swapaxes(x, -1, -2)) + n * np.eye(n)).astype(dtype)
+
+
+@SETTINGS
+@given(batch=st.lists(st.integers(1, 3), max_size=2).map(tuple), n=st.integers(1, 5),
+       dtype=st.sampled_from(_FLOATING), lower=st.booleans(), seed=st.integers(0, 2**32 - 1))
+def test_cholesky_against_the_spec(batch, n, dtype, lower, seed):
+    rng = np.random.default_rng(seed)
+    a = _positive_definite(rng, batch, n, dtype)
+    # the other triangle is never read: garbage there changes nothing
+    keep = np.tril(np.ones((n, n), bool)) if lower else np.triu(np.ones((n, n), bool))
+    a = np.where(keep, a, _random(rng, a.shape, dtype) * 100).astype(dtype)
+    want = ref.cholesky(a, lower)
+    for backend, got in _both(lambda p: ops.cholesky(p, lower), a).items():
+        _close(got, want, backend)
+
+
+def test_cholesky_not_positive_definite_is_nan_like_xla():
+    a = np.stack([np.eye(3), -np.eye(3), np.diag([1.0, -1.0, 1.0])]).astype(np.float32)
+    got = _both(lambda p: ops.cholesky(p, True), a)
+    np.testing.assert_array_equal(got["interpret"], got["cpu"])
+    np.testing.assert_array_equal(got["interpret"][0], np.eye(3))
+    assert np.isnan(got["interpret"][1:][np.tril(np.ones((2, 3, 3), bool))]).all()
+
+
+# -- TriangularSolve ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("left_side,lower,unit_diagonal,transpose_a", list(itertools.product(
+    (True, False), (True, False), (True, False), ("NO_TRANSPOSE", "TRANSPOSE", "ADJOINT"))))
+@settings(SETTINGS, max_examples=max(2, SETTINGS.max_examples // 4))
+@given(batch=st.lists(st.integers(1, 2), max_size=2).map(tuple), m=st.integers(1, 4),
+       k=st.integers(1, 3), dtype=st.sampled_from(_FLOATING), seed=st.integers(0, 2**32 - 1))
+def test_triangular_solve_against_the_spec(left_side, lower, unit_diagonal, transpose_a, batch,
+                                           m, k, dtype, seed):
+    rng = np.random.default_rng(seed)
+    a = (_random(rng, batch + (m, m), dtype) + 4 * np.eye(m)).astype(dtype)
+    keep = np.tril(np.ones((m, m), bool)) if lower else np.triu(np.ones((m, m), bool))
+    if unit_diagonal:
+        keep &= ~np.eye(m, dtype=bool)
+    a = np.where(keep, a, np.nan).astype(dtype)  # what is not read may be anything
+    b = _random(rng, batch + ((m, k) if left_side else (k, m)), dtype)
+    want = ref.triangular_solve(np.nan_to_num(a), b, left_side, lower, unit_diagonal,
+                                transpose_a)
+    for backend, got in _both(lambda p, q: ops.triangular_solve(
+            p, q, left_side, lower, unit_diagonal, transpose_a), a, b).items():
+        _close(got, want, backend)
+
+
+# -- FFT ---------------------------------------------------------------------------------------
+
+@SETTINGS
+@given(kind=st.sampled_from(["FFT", "IFFT", "RFFT", "IRFFT"]),
+       dtype=st.sampled_from([np.complex64, np.complex128]),
+       lengths=st.lists(st.integers(1, 7), min_size=1, max_size=3),
+       batch=st.lists(st.integers(1, 2), max_size=1).map(tuple), seed=st.integers(0, 2**32 - 1))
+def test_fft_against_the_spec(kind, dtype, lengths, batch, seed):
+    """c64 and f32 FFTs (the interpreter aborts on them) and odd IRFFTs (it gets them wrong)
+    among the rest."""
+    rng = np.random.default_rng(seed)
+    if kind == "RFFT":
+        x = rng.standard_normal(batch + tuple(lengths)).astype(
+            np.float32 if dtype == np.complex64 else np.float64)
+    else:
+        inner = lengths[:-1] + [lengths[-1] // 2 + 1 if kind == "IRFFT" else lengths[-1]]
+        x = _random(rng, batch + tuple(inner), dtype)
+    want = ref.fft(x, kind, lengths)
+    for backend, got in _both(lambda p: ops.fft(p, kind, lengths), x).items():
+        _close(got, want, backend)
+
+
+# -- BatchNorm's epsilon -----------------------------------------------------------------------
+
+def test_batch_norm_accepts_a_negative_epsilon_as_xla_does():
+    """XLA's batch_norm tests use epsilon=-100; its shape inference has no rule on it."""
+    rng = np.random.default_rng(1)
+    x = (rng.standard_normal((4, 3)) * 30).astype(np.float32)  # variance well above 100
+    scale, offset = np.ones(3, np.float32), np.zeros(3, np.float32)
+    want = ref.batch_norm_training(x, scale, offset, -100.0, 1)
+    got = _both(lambda p, s, o: ops.batch_norm_training(p, s, o, -100.0, 1), x, scale, offset)
+    for backend, values in got.items():
+        for g, w in zip(values, want):
+            _close(g, np.asarray(w), backend)
