@@ -7,6 +7,8 @@ where the spec leaves it open), emitted with hlogen's own ops before the op it r
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import func
@@ -202,65 +204,65 @@ def _triangle(x: Op, lower: bool, diagonal: bool = True) -> Op:
     return ops.select(kept, x, _full(b, 0, x.dtype, dims))
 
 
-@register(INTERPRET, "stablehlo.cholesky", "the interpreter has no implementation of it")
-def _cholesky(b: InsertingBuilder, op: ir.Operation, operands: list[Op]) -> list[Op]:
-    """XLA's CholeskyExpander: the upper factor is the transpose of the lower factor of
-    a's transpose; column j of the lower factor is (a[:, j] - L L[j, :]^H)[j:] / its
-    diagonal's square root (only the lower triangle of a is read). A matrix where that
-    square root is NaN (a not positive definite) is NaN throughout."""
-    (a,) = operands
-    lower = ir.BoolAttr(op.attributes["lower"]).value if "lower" in op.attributes else False
-    if not lower:
-        a = _minor_transpose(a)
-    n = a.shape.dimensions[-1]
+def _cholesky_lower(a: Op) -> tuple[Op, list[Op]]:
+    """(L, pivots): the lower factor of a's matrices by XLA's unblocked CholeskyExpander
+    (only a's lower triangle is read; zeros above the diagonal) and each column's pivot,
+    the real (a - L L^H)[j, j] whose square root is L's diagonal."""
+    b = a.builder
+    n, rank = a.shape.dimensions[-1], a.shape.rank
     batch = a.shape.dimensions[:-2]
     complex_ = a.dtype.kind == T.COMPLEX
-    columns, failed = [], None
+    columns, pivots = [], []
     for j in range(n):
-        column = _minor(a, (j, n), (j, j + 1))  # a[j:, j], read from the lower triangle
+        column = _minor(a, (j, n), (j, j + 1))  # a[j:, j]
         if j:
-            done = ops.concatenate(columns, a.shape.rank - 1)  # L[:, :j], rows 0..n-1
+            done = ops.concatenate(columns, rank - 1)  # L[:, :j]
             row = _minor(done, (j, j + 1), (0, j))
             column = ops.sub(column, _matmul(_minor(done, (j, n), (0, j)),
                                              _minor_transpose(_conj(row))))
         pivot = _minor(column, (0, 1), (0, 1))
-        root = ops.sqrt(ops.real(pivot) if complex_ else pivot)
-        nan = ops.ne(root, root)
-        failed = nan if failed is None else ops.or_(failed, nan)
+        pivot = ops.real(pivot) if complex_ else pivot
+        pivots.append(pivot)
+        root = ops.sqrt(pivot)
         if complex_:
             root = ops.complex(root, _full(b, 0, root.dtype, root.shape.dimensions))
         # as XLA does, the pivot too is divided by its root
         scaled = ops.div(column, ops.broadcast_in_dim(root, column.shape.dimensions,
-                                                      list(range(a.shape.rank))))
+                                                      list(range(rank))))
         if j:
-            scaled = ops.concatenate(
-                [_full(b, 0, a.dtype, batch + (j, 1)), scaled], a.shape.rank - 2)
+            scaled = ops.concatenate([_full(b, 0, a.dtype, batch + (j, 1)), scaled], rank - 2)
         columns.append(scaled)
-    factor = ops.concatenate(columns, a.shape.rank - 1) if n > 1 else columns[0]
-    nan = _full(b, float("nan"), a.dtype, a.shape.dimensions)
-    factor = ops.select(ops.broadcast_in_dim(failed, a.shape.dimensions,
-                                             list(range(a.shape.rank))), nan, factor)
+    return (ops.concatenate(columns, rank - 1) if n > 1 else columns[0]), pivots
+
+
+def _per_matrix(value: Op, like: Op) -> Op:
+    """A value per matrix (batch + (1, 1)) spread over `like`'s matrices."""
+    return ops.broadcast_in_dim(value, like.shape.dimensions, list(range(like.shape.rank)))
+
+
+@register(INTERPRET, "stablehlo.cholesky", "the interpreter has no implementation of it")
+def _cholesky(b: InsertingBuilder, op: ir.Operation, operands: list[Op]) -> list[Op]:
+    """XLA's CholeskyExpander: the upper factor is the transpose of the lower factor of
+    a's transpose. A matrix with a pivot whose square root is NaN (a not positive
+    definite) is NaN throughout."""
+    (a,) = operands
+    lower = ir.BoolAttr(op.attributes["lower"]).value if "lower" in op.attributes else False
+    factor, pivots = _cholesky_lower(a if lower else _minor_transpose(a))
+    failed = None
+    for pivot in pivots:
+        root = ops.sqrt(pivot)
+        nan = ops.ne(root, root)
+        failed = nan if failed is None else ops.or_(failed, nan)
+    factor = ops.select(_per_matrix(failed, factor),
+                        _full(b, float("nan"), a.dtype, a.shape.dimensions), factor)
     return [factor if lower else _minor_transpose(factor)]
 
 
-def _transpose_kind(op: ir.Operation) -> str:
-    text = str(op.attributes["transpose_a"])  # #stablehlo<transpose ADJOINT>
-    return text.split()[-1].rstrip(">")
-
-
-@register(INTERPRET, "stablehlo.triangular_solve", "the interpreter has no implementation of it")
-def _triangular_solve(b: InsertingBuilder, op: ir.Operation, operands: list[Op]) -> list[Op]:
-    """x with op(a) x = b (left_side) or x op(a) = b, by substitution: op(a) is the
-    `lower` (or upper) triangle of a, with ones on the diagonal if unit_diagonal,
-    transposed or adjoint per transpose_a; a right-side solve is the left-side solve of
+def _solve(a: Op, rhs: Op, left_side: bool, lower: bool, unit: bool, kind: str) -> Op:
+    """x with op(a) x = rhs (left_side) or x op(a) = rhs, by substitution: op(a) is the
+    `lower` (or upper) triangle of a, with ones on the diagonal if `unit`, transposed or
+    adjoint per `kind` (NO_TRANSPOSE, TRANSPOSE or ADJOINT); a right-side solve is the left-side solve of
     the transposes."""
-    a, rhs = operands
-
-    def flag(name):
-        return ir.BoolAttr(op.attributes[name]).value
-
-    left_side, lower, unit = flag("left_side"), flag("lower"), flag("unit_diagonal")
-    kind = _transpose_kind(op)
     matrix = _triangle(a, lower, diagonal=not unit)
     if kind != "NO_TRANSPOSE":
         matrix, lower = _minor_transpose(matrix), not lower
@@ -268,25 +270,33 @@ def _triangular_solve(b: InsertingBuilder, op: ir.Operation, operands: list[Op])
             matrix = _conj(matrix)
     if not left_side:  # x m = rhs  <=>  m^T x^T = rhs^T
         matrix, lower, rhs = _minor_transpose(matrix), not lower, _minor_transpose(rhs)
-    m = matrix.shape.dimensions[-1]
+    m, rank = matrix.shape.dimensions[-1], rhs.shape.rank
     columns = rhs.shape.dimensions[-1]
     rows: dict[int, Op] = {}
-    order = range(m) if lower else range(m - 1, -1, -1)
-    for i in order:
+    for i in (range(m) if lower else range(m - 1, -1, -1)):
         row = _minor(rhs, (i, i + 1), (0, columns))
-        solved = sorted(rows)
+        solved = sorted(rows)  # contiguous: the rows before i, or those after it
         if solved:
-            known = ops.concatenate([rows[k] for k in solved], rhs.shape.rank - 2) \
+            known = ops.concatenate([rows[k] for k in solved], rank - 2) \
                 if len(solved) > 1 else rows[solved[0]]
-            low, high = solved[0], solved[-1] + 1  # contiguous: before i, or after it
-            row = ops.sub(row, _matmul(_minor(matrix, (i, i + 1), (low, high)), known))
+            coefficients = _minor(matrix, (i, i + 1), (solved[0], solved[-1] + 1))
+            row = ops.sub(row, _matmul(coefficients, known))
         if not unit:
-            diagonal = _minor(matrix, (i, i + 1), (i, i + 1))
-            row = ops.div(row, ops.broadcast_in_dim(diagonal, row.shape.dimensions,
-                                                    list(range(rhs.shape.rank))))
+            row = ops.div(row, _per_matrix(_minor(matrix, (i, i + 1), (i, i + 1)), row))
         rows[i] = row
-    x = ops.concatenate([rows[i] for i in range(m)], rhs.shape.rank - 2) if m > 1 else rows[0]
-    return [x if left_side else _minor_transpose(x)]
+    x = ops.concatenate([rows[i] for i in range(m)], rank - 2) if m > 1 else rows[0]
+    return x if left_side else _minor_transpose(x)
+
+
+@register(INTERPRET, "stablehlo.triangular_solve", "the interpreter has no implementation of it")
+def _triangular_solve(b: InsertingBuilder, op: ir.Operation, operands: list[Op]) -> list[Op]:
+    a, rhs = operands
+
+    def flag(name):
+        return ir.BoolAttr(op.attributes[name]).value
+
+    kind = str(op.attributes["transpose_a"]).split()[-1].rstrip(">")  # #stablehlo<transpose T>
+    return [_solve(a, rhs, flag("left_side"), flag("lower"), flag("unit_diagonal"), kind)]
 
 
 # -- fft: the interpreter aborts on c64, and computes odd-length IRFFTs wrongly -------------
@@ -336,6 +346,127 @@ def _odd_irfft(x: Op, lengths: list[int]) -> Op:
     mirrored = ops.slice_in_dim(x, 1, n - kept + 1, 1, rank - 1)
     spectrum = ops.concatenate([x, _conj(ops.rev(mirrored, [rank - 1]))], rank - 1)
     return ops.real(ops.fft(spectrum, "IFFT", [n]))
+
+
+# -- LAPACK custom calls (what jax exports for linear algebra on the CPU) --------------------
+# jaxlib's lapack_?potrf_ffi, lapack_?trsm_ffi and lapack_?getrf_ffi, ? in s, d, c, z; their
+# flags are LAPACK's characters (uplo "L"/"U", side "L"/"R", trans_x "N"/"T"/"C", diag "N"/"U")
+# in mhlo.backend_config, and the leading dimensions are batch dimensions.
+
+_LAPACK = re.compile(r"lapack_[sdcz](potrf|trsm|getrf)_ffi")
+# LAPACK routines jax calls that have no formulation here (iterative eigen/SVD solvers,
+# Householder QR): the interpreter refuses them (hlogen.preflight)
+LAPACK_WITHOUT_FORMULATION = ("syevd", "heevd", "gesdd", "gesvd", "geqrf", "geqp3", "orgqr",
+                              "ungqr", "geev", "gees", "gehrd", "sytrd", "hetrd", "gtsv")
+
+
+def _target(op: ir.Operation) -> str:
+    return ir.StringAttr(op.attributes["call_target_name"]).value
+
+
+def _lapack_routine(op: ir.Operation) -> str | None:
+    m = _LAPACK.fullmatch(_target(op))
+    return m.group(1) if m else None
+
+
+def _lapack_flag(op: ir.Operation, name: str) -> str:
+    config = ir.DictAttr(op.attributes["mhlo.backend_config"])
+    return chr(ir.IntegerAttr(config[name]).value)
+
+
+def _first_failure(failures: list[Op]) -> Op:
+    """LAPACK's info: 1 + the index of the first true of `failures` (s32 per matrix), or 0."""
+    b = failures[0].builder
+    info = _full(b, 0, T.s32, failures[0].shape.dimensions)
+    for j in reversed(range(len(failures))):
+        info = ops.select(failures[j], _full(b, j + 1, T.s32, info.shape.dimensions), info)
+    return ops.reshape(info, info.shape.dimensions[:-2])
+
+
+def _potrf(op: ir.Operation, a: Op) -> list[Op]:
+    """(the factor in the uplo triangle, the input's values in the other; info): info is
+    the first column whose pivot is not positive (the factor's values are then LAPACK's
+    own, which jax replaces by NaN)."""
+    lower = _lapack_flag(op, "uplo") == "L"
+    factor, pivots = _cholesky_lower(a if lower else _minor_transpose(_conj(a)))
+    if not lower:
+        factor = _minor_transpose(_conj(factor))
+    kept = _triangle(a, not lower, diagonal=False)  # untouched by LAPACK
+    info = _first_failure([ops.not_(ops.gt(p, _scalar(a.builder, 0, p.dtype))) for p in pivots])
+    return [ops.add(factor, kept), info]
+
+
+def _trsm(op: ir.Operation, a: Op, rhs: Op) -> list[Op]:
+    kind = {"N": "NO_TRANSPOSE", "T": "TRANSPOSE", "C": "ADJOINT"}[_lapack_flag(op, "trans_x")]
+    return [_solve(a, rhs, _lapack_flag(op, "side") == "L", _lapack_flag(op, "uplo") == "L",
+                   _lapack_flag(op, "diag") == "U", kind)]
+
+
+def _pick_row(a: Op, rows: Op, index: Op) -> Op:
+    """Row `index` (s32 per matrix, batch + (1, 1)) of a's matrices, exactly (no arithmetic)."""
+    b, rank = a.builder, a.shape.rank
+    chosen = ops.eq(rows, _per_matrix(index, a))
+    _, row = ops.reduce([chosen, a], [b.constant(False), _scalar(b, 0, a.dtype)],
+                        lambda c1, v1, c2, v2: (ops.or_(c1, c2), ops.select(c1, v1, v2)),
+                        [rank - 2])
+    return ops.reshape(row, a.shape.dimensions[:-2] + (1, a.shape.dimensions[-1]))
+
+
+def _getrf(op: ir.Operation, a: Op) -> list[Op]:
+    """LU with partial pivoting (LAPACK's getf2): at column j, the row of the largest
+    |a| (|re| + |im| for complex; the first of equals) below the diagonal is swapped with
+    row j (whole rows), the column below the pivot is multiplied by its reciprocal and the
+    trailing matrix updated. (lu, 1-based pivot rows, info: the first zero pivot's column)."""
+    b = a.builder
+    m, n = a.shape.dimensions[-2:]
+    rank, batch = a.shape.rank, a.shape.dimensions[:-2]
+    rows = ops.iota(b, T.Shape(T.s32, a.shape.dimensions), rank - 2)
+    pivots, zeros = [], []
+    for j in range(min(m, n)):
+        column = _minor(a, (j, m), (j, j + 1))
+        size = (ops.add(ops.abs(ops.real(column)), ops.abs(ops.imag(column)))
+                if a.dtype.kind == T.COMPLEX else ops.abs(column))
+        largest = ops.reduce(size, float("-inf"), ops.max, [rank - 2])
+        at = ops.iota(b, T.Shape(T.s32, size.shape.dimensions), rank - 2)
+        is_largest = ops.eq(size, ops.broadcast_in_dim(
+            largest, size.shape.dimensions, list(range(rank - 2)) + [rank - 1]))
+        first = ops.reduce(ops.select(is_largest, at, _full(b, m, T.s32, at.shape.dimensions)),
+                           _scalar(b, m, T.s32), ops.min, [rank - 2])
+        pivot_row = ops.reshape(ops.add(first, _scalar(b, j, T.s32)), batch + (1, 1))
+        pivots.append(ops.reshape(ops.add(pivot_row, _scalar(b, 1, T.s32)), batch + (1,)))
+        row_j, row_p = _minor(a, (j, j + 1), (0, n)), _pick_row(a, rows, pivot_row)
+        a = ops.select(ops.eq(rows, _scalar(b, j, T.s32)), ops.broadcast_in_dim(
+            row_p, a.shape.dimensions, list(range(rank))), ops.select(
+            ops.eq(rows, _per_matrix(pivot_row, a)),
+            ops.broadcast_in_dim(row_j, a.shape.dimensions, list(range(rank))), a))
+        pivot = _minor(a, (j, j + 1), (j, j + 1))
+        zero = ops.eq(pivot, _scalar(b, 0, a.dtype))
+        zeros.append(zero)
+        if j + 1 == m:
+            continue
+        below = _minor(a, (j + 1, m), (j, j + 1))
+        scaled = ops.select(_per_matrix(zero, below), below, ops.mul(
+            below, _per_matrix(ops.div(_scalar(b, 1, a.dtype), pivot), below)))
+        parts = [_minor(a, (j + 1, m), (0, j))] if j else []
+        parts.append(scaled)
+        if j + 1 < n:
+            right = _minor(a, (j, j + 1), (j + 1, n))
+            trailing = ops.sub(_minor(a, (j + 1, m), (j + 1, n)), _matmul(scaled, right))
+            parts.append(trailing)
+        lower_rows = ops.concatenate(parts, rank - 1) if len(parts) > 1 else parts[0]
+        a = ops.concatenate([_minor(a, (0, j + 1), (0, n)), lower_rows], rank - 2)
+    ipiv = ops.concatenate(pivots, rank - 2) if len(pivots) > 1 else pivots[0]
+    return [a, ipiv, _first_failure(zeros)]
+
+
+_ROUTINES = {"potrf": _potrf, "trsm": _trsm, "getrf": _getrf}
+
+
+@register(INTERPRET, "stablehlo.custom_call",
+          "custom calls run native code; jaxlib's LAPACK Cholesky, triangular solve and LU "
+          "have formulations here", _lapack_routine)
+def _lapack(b: InsertingBuilder, op: ir.Operation, operands: list[Op]) -> list[Op]:
+    return _ROUTINES[_lapack_routine(op)](op, *operands)
 
 
 def decompose_for_interpreter(module: ir.Module) -> int:
