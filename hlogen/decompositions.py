@@ -348,6 +348,93 @@ def _odd_irfft(x: Op, lengths: list[int]) -> Op:
     return ops.real(ops.fft(spectrum, "IFFT", [n]))
 
 
+# -- ops XLA CPU runs that the interpreter lacks (older forms of others) --------------------
+
+def _result_type(op: ir.Operation, i: int = 0) -> T.Shape:
+    return mlir.shape_of_type(op.results[i].type)
+
+
+@register(INTERPRET, "stablehlo.broadcast", "the interpreter has no implementation of it")
+def _broadcast(b: InsertingBuilder, op: ir.Operation, operands: list[Op]) -> list[Op]:
+    return [ops.broadcast(operands[0], _attr_ints(op, "broadcast_sizes"))]
+
+
+@register(INTERPRET, "stablehlo.dot", "the interpreter has no implementation of it")
+def _dot(b: InsertingBuilder, op: ir.Operation, operands: list[Op]) -> list[Op]:
+    lhs, rhs = operands  # rank 1 or 2: the lhs's last dimension with the rhs's first
+    return [ops.dot_general(lhs, rhs, {"lhs_contracting_dimensions": (lhs.shape.rank - 1,),
+                                       "rhs_contracting_dimensions": (0,)},
+                            preferred_element_type=_result_type(op).element_type)]
+
+
+@register(INTERPRET, "stablehlo.create_token", "the interpreter has no implementation of it")
+def _create_token(b: InsertingBuilder, op: ir.Operation, operands: list[Op]) -> list[Op]:
+    return [b.add_op("stablehlo.after_all", T.token, [])]
+
+
+@register(INTERPRET, "stablehlo.cross-replica-sum", "the interpreter has no implementation of it")
+def _cross_replica_sum(b: InsertingBuilder, op: ir.Operation, operands: list[Op]) -> list[Op]:
+    groups = np.array(ir.DenseIntElementsAttr(op.attributes["replica_groups"])).tolist()
+    return [ops.all_reduce(operands[0], ops.add, replica_groups=groups or None)]
+
+
+@register(INTERPRET, "stablehlo.torch_index_select", "the interpreter has no implementation of it")
+def _torch_index_select(b: InsertingBuilder, op: ir.Operation, operands: list[Op]) -> list[Op]:
+    """result = operand[..., index, ...] along `dim`, the first batch_dims dimensions of
+    operand and index paired: operand.shape[:dim] + index.shape[batch_dims:] +
+    operand.shape[dim + 1:], as a gather."""
+    operand, index = operands
+    dim, batch = _attr_int(op, "dim"), _attr_int(op, "batch_dims")
+    rank, indexed = operand.shape.rank, index.shape.rank - batch
+    offset = list(range(batch, dim)) + list(range(dim + indexed, rank - 1 + indexed))
+    sizes = [1 if d == dim or d < batch else n for d, n in enumerate(operand.shape.dimensions)]
+    return [ops.gather(operand, index, offset_dims=offset, collapsed_slice_dims=[dim],
+                       start_index_map=[dim], index_vector_dim=index.shape.rank,
+                       slice_sizes=sizes, operand_batching_dims=list(range(batch)),
+                       start_indices_batching_dims=list(range(batch)))]
+
+
+def _einsum_terms(op: ir.Operation) -> list[str] | None:
+    """[lhs, rhs, out] labels of a two-operand einsum config, or None for the forms not
+    rewritten (an ellipsis, a label repeated within a term)."""
+    config = ir.StringAttr(op.attributes["einsum_config"]).value.replace(" ", "")
+    m = re.fullmatch(r"([a-zA-Z]*),([a-zA-Z]*)->([a-zA-Z]*)", config)
+    if m is None or any(len(set(t)) != len(t) for t in m.groups()):
+        return None
+    lhs, rhs, out = m.groups()
+    return [lhs, rhs, out] if set(out) <= set(lhs) | set(rhs) else None
+
+
+@register(INTERPRET, "stablehlo.einsum", "the interpreter has no implementation of it",
+          lambda op: _einsum_terms(op) is not None)
+def _einsum(b: InsertingBuilder, op: ir.Operation, operands: list[Op]) -> list[Op]:
+    """A dot_general: labels in both operands are batch dimensions (in the output) or
+    contracted (not); labels of one operand only that the output lacks are summed first."""
+    lhs_labels, rhs_labels, out = _einsum_terms(op)
+    lhs, rhs = operands
+
+    def summed(x: Op, labels: str, other: str) -> tuple[Op, str]:
+        gone = [i for i, c in enumerate(labels) if c not in other and c not in out]
+        if not gone:
+            return x, labels
+        x = ops.reduce(x, _scalar(b, 0, x.dtype), ops.add, gone)
+        return x, "".join(c for i, c in enumerate(labels) if i not in gone)
+
+    lhs, lhs_labels = summed(lhs, lhs_labels, rhs_labels)
+    rhs, rhs_labels = summed(rhs, rhs_labels, lhs_labels)
+    batch = [c for c in lhs_labels if c in rhs_labels and c in out]
+    contracted = [c for c in lhs_labels if c in rhs_labels and c not in out]
+    product = ops.dot_general(lhs, rhs, {
+        "lhs_contracting_dimensions": [lhs_labels.index(c) for c in contracted],
+        "rhs_contracting_dimensions": [rhs_labels.index(c) for c in contracted],
+        "lhs_batch_dimensions": [lhs_labels.index(c) for c in batch],
+        "rhs_batch_dimensions": [rhs_labels.index(c) for c in batch]},
+        preferred_element_type=_result_type(op).element_type)
+    order = batch + [c for c in lhs_labels if c not in rhs_labels] + \
+        [c for c in rhs_labels if c not in lhs_labels]
+    return [ops.transpose(product, [order.index(c) for c in out])]
+
+
 # -- LAPACK custom calls (what jax exports for linear algebra on the CPU) --------------------
 # jaxlib's lapack_?potrf_ffi, lapack_?trsm_ffi and lapack_?getrf_ffi, ? in s, d, c, z; their
 # flags are LAPACK's characters (uplo "L"/"U", side "L"/"R", trans_x "N"/"T"/"C", diag "N"/"U")
