@@ -207,14 +207,17 @@ def test_known_deviations_and_stale_entries(tmp_path):
     listing = tmp_path / "known.json"
     listing.write_text(json.dumps([
         {"backend": "cpu", "op": "stablehlo.add", "reason": "a deliberate wrong value"},
-        {"backend": "interpret", "op": "stablehlo.add", "when": "ulp<=0", "reason": "never this small"},
-        {"backend": "cpu", "op": "stablehlo.cosine", "reason": "applies to nothing here"}]))
+        {"backend": "interpret", "op": "stablehlo.add", "when": "ulp<=0", "file": "wrong.mlir",
+         "reason": "never this small"},
+        {"backend": "interpret", "op": "stablehlo.add", "when": "ulp<=0", "reason": "no file: never stale"},
+        {"backend": "cpu", "file": ["other.mlir", "more.mlir"], "reason": "about files not run here"}]))
     run = conformance.run([str(tmp_path / "wrong.mlir")], ["interpret", "cpu"], jobs=1,
                           known_lists=[str(listing)], use_default_known=False)
     by_backend = {r["backend"]: r for r in run.records}
     assert by_backend["cpu"]["status"] == "known"
     assert by_backend["cpu"]["known"] == "a deliberate wrong value"
     assert by_backend["interpret"]["status"] == "fail"  # the condition does not hold
+    # stale: an entry about files the run ran that explains none of their modules
     assert [e.reason for e in run.stale] == ["never this small"]
 
 
@@ -332,8 +335,9 @@ def test_a_batch_that_fails_to_compile_is_run_module_by_module(tmp_path):
     assert status["bitcast.mlir"]["status"] == "error"
     assert "complex" in status["bitcast.mlir"]["message"]
     assert [status[f"good{i}.mlir"]["status"] for i in range(3)] == ["pass"] * 3
-    # the built-in list knows this one
-    again = conformance.run([str(tmp_path / "bitcast.mlir")], ["cpu"], jobs=1)
+    # the built-in list knows this one, in the file of StableHLO's tests it names
+    (tmp_path / "bitcast_convert.mlir").write_text(BITCAST_COMPLEX)
+    again = conformance.run([str(tmp_path / "bitcast_convert.mlir")], ["cpu"], jobs=1)
     assert again.records[0]["status"] == "known"
 
 

@@ -7,6 +7,9 @@ Formats (see ../shared/conformance/README.md in the project):
   or generic form): rewritten here, as text, into the testdata form, since jaxlib's
   MLIR context has no `check` dialect. Only the check statements are rewritten; the
   module itself is parsed by MLIR (hlogen.loading.parse_module);
+- `interpreter.run_parallel` (replicas) and `interpreter.probe`: rewritten as text too,
+  into a custom call that MLIR parses (`rewrite_interpreter_ops`); module.py runs the
+  program on replicas, and a probe is the identity it is for the values it returns;
 - files whose RUN lines only round-trip serialization (no interpreter run).
 """
 from __future__ import annotations
@@ -19,8 +22,14 @@ from hlogen.errors import InputError
 
 SPLIT = re.compile(r"^// -----\s*$", re.M)
 _RUN = re.compile(r"^//\s*(RUN(?:-DISABLED)?)(\([^)]*\))?:?\s*(.*)$", re.M)
-# features only the interpreter's own runner has (replicas in threads, probes, printing)
-INTERPRETER_ONLY = re.compile(r"\binterpreter\.(\w+)|\bcheck\.print\b|\bstablehlo\.print\b")
+# features only the interpreter's own runner has (printing, interpreter ops other than
+# those rewritten below, a probe's value at one iteration of a loop), each with its name
+_INTERPRETER_ONLY = [
+    (re.compile(r"\binterpreter\.(?!run_parallel\b|probe\b)\w+|\bcheck\.print\b|\bstablehlo\.print\b"),
+     None),
+    (re.compile(r"\bcheck\.expect_serialized_eq\b[^\n]*\biter\s*="),
+     "a probe's value at one iteration of a loop (check.expect_serialized_eq with iter)"),
+]
 
 
 @dataclasses.dataclass
@@ -40,6 +49,15 @@ class Module:
     index: int          # 0-based position in the file
     line: int           # 1-based line where its text starts
     text: str
+
+
+def interpreter_only(text: str) -> str | None:
+    """The first feature of `text` that only the interpreter's own runner has, or None."""
+    for pattern, name in _INTERPRETER_ONLY:
+        m = pattern.search(text)
+        if m:
+            return name or m.group(0)
+    return None
 
 
 def discover(paths) -> list[str]:
@@ -121,6 +139,7 @@ def _statement_end(text: str, start: int) -> int:
 _SHORT = re.compile(r"^\s*check\.(?P<name>\w+)\s+(?P<lhs>%[\w#]+)\s*,\s*(?P<rest>.*)$", re.S)
 _GENERIC = re.compile(r'^\s*"check\.(?P<name>\w+)"\((?P<operands>[^)]*)\)\s*(?P<props><\{.*\}>)?'
                       r'\s*(?P<attrs>\{.*\})?\s*:\s*\((?P<types>.*)\)\s*->\s*\(\s*\)\s*$', re.S)
+_COMMENT = re.compile(r'//[^\n"]*$', re.M)  # a comment after a statement
 _NAMED = re.compile(r"(tolerance|max_ulp_difference|min_ulp_difference)\s*=\s*"
                     r"([-+0-9.eE]+)(?:\s*:\s*\w+)?")
 
@@ -177,6 +196,7 @@ def rewrite_checks(text: str, where: str) -> tuple[str, list[dict]]:
 
 
 def _parse_check(statement: str):
+    statement = _COMMENT.sub("", statement)
     params: dict = {}
     for key, value in _NAMED.findall(statement):
         params[key] = float(value)
@@ -208,3 +228,39 @@ def _parse_check(statement: str):
     rhs = _split_top(head)[0]
     type_ = _split_top(types)[0]
     return name, lhs, rhs, type_, params
+
+
+# -- interpreter ops, as text --------------------------------------------------------
+
+RUN_PARALLEL = "interpreter.run_parallel"
+_RUN_PARALLEL = re.compile(r'"interpreter\.run_parallel"\s*\(([^)]*)\)\s*\{')
+_PROBE = re.compile(r'^(?P<head>[ \t]*%[\w#]+\s*=\s*)interpreter\.probe\s+(?P<x>%[\w#]+)\s*,\s*'
+                    r'probe_id\s*=\s*"(?P<id>[^"]*)"\s*:\s*(?P<type>[^\n]+)$', re.M)
+_SERIALIZED_EQ = re.compile(r'^(?P<head>[ \t]*)check\.expect_serialized_eq\s+(?P<x>%[\w#]+)\s*,\s*'
+                            r'probe_id\s*=\s*"(?P<id>[^"]*)"\s*:\s*(?P<type>[^\n]+)$', re.M)
+
+
+def rewrite_interpreter_ops(text: str, where: str) -> str:
+    """`text` with `"interpreter.run_parallel"(...) {programs = ...}` as a custom call of
+    that target (its attributes kept), and each `%y = interpreter.probe %x, probe_id = ID`
+    as `%y = stablehlo.optimization_barrier %x` (the identity: a probe records %x) with its
+    `check.expect_serialized_eq %z, probe_id = ID` as `check.expect_eq %z, %x` (the
+    recorded value equals %z)."""
+    text = _RUN_PARALLEL.sub(r'"stablehlo.custom_call"(\1) {call_target_name = "%s", ' % RUN_PARALLEL,
+                             text)
+    probed = {}
+
+    def probe(m):
+        probed[m.group("id")] = m.group("x")
+        return f"{m.group('head')}stablehlo.optimization_barrier {m.group('x')} : {m.group('type')}"
+
+    def serialized_eq(m):
+        if m.group("id") not in probed:
+            line = text.count("\n", 0, m.start()) + 1
+            raise InputError(f"{where}:{line}: check.expect_serialized_eq names probe_id "
+                             f"\"{m.group('id')}\", which no interpreter.probe before it records")
+        return (f"{m.group('head')}check.expect_eq {m.group('x')}, {probed[m.group('id')]} : "
+                f"{m.group('type')}")
+
+    text = _PROBE.sub(probe, text)
+    return _SERIALIZED_EQ.sub(serialized_eq, text)

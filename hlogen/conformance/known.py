@@ -5,16 +5,21 @@ same format): a JSON list of entries, each with
 - `backend`: a glob over backend names (cpu, gpu, interpret);
 - `op` and/or `element_type` and/or `file`: globs over the ops a module uses (as
   written, e.g. stablehlo.cbrt, chlo.sinh), the element types of their values (hlogen's
-  names: bf16, c64, f64, ...), and the file's path; an entry needs at least one;
+  names: bf16, c64, f64, ...), and the file's path or name (`file` may be a list: the
+  files the deviation shows in); an entry needs at least one;
 - `status`: the outcomes it explains (default ["fail"]);
 - `when` (optional), what the failure must look like, so that an entry does not hide
   other failures of the same op: "subnormal" (every differing element sits where an
   input, the expected or the actual value is subnormal), "ulp<=N" (no difference
-  beyond N units in the last place), "nan" (every difference is a NaN on one side);
+  beyond N units in the last place), "nan" (every difference is a NaN on one side),
+  "reassociation" (every difference within the bound of hlogen.conformance.bounds for
+  the reduction that computes the value: its length and the magnitudes it sums);
   `message` (optional): a regular expression the failure message must contain;
 - `reason`: why, in a sentence.
-A matching failure is reported as "known", never as a pass. An entry that applies to
-modules of a run but explains none of them is reported as stale.
+A matching failure is reported as "known", never as a pass. An entry with `file` that
+explains none of the modules of its files in a run that ran some is reported as stale;
+an entry without `file` describes a backend wherever it shows (its `when` keeps it
+precise) and is never stale.
 """
 from __future__ import annotations
 
@@ -28,7 +33,7 @@ from hlogen.errors import InputError
 
 DEFAULT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "known_deviations.json")
 _FIELDS = {"backend", "op", "element_type", "file", "status", "when", "message", "reason"}
-_WHEN = re.compile(r"^(subnormal|nan|ulp<=\d+)$")
+_WHEN = re.compile(r"^(subnormal|nan|reassociation|ulp<=\d+)$")
 
 
 @dataclasses.dataclass
@@ -38,12 +43,21 @@ class Entry:
     source: str              # file:entry number, for messages
     op: str | None = None
     element_type: str | None = None
-    file: str | None = None
+    file: tuple | None = None  # globs
     status: tuple = ("fail",)
     when: str | None = None
     message: str | None = None
-    applied: int = 0         # modules it applied to in this run
+    covered: int = 0         # modules of its files run on its backend in this run
     explained: int = 0       # failures it explained
+    explained_files: list = dataclasses.field(default_factory=list)
+
+    def about(self, record: dict) -> bool:
+        """The record is of this entry's backend and of one of its files."""
+        name = record["file"]
+        return (self.file is not None
+                and fnmatch.fnmatchcase(record.get("backend", ""), self.backend)
+                and any(fnmatch.fnmatchcase(name, g) or fnmatch.fnmatchcase(os.path.basename(name), g)
+                        for g in self.file))
 
     def applies(self, record: dict) -> bool:
         if not fnmatch.fnmatchcase(record.get("backend", ""), self.backend):
@@ -53,10 +67,7 @@ class Entry:
         if self.element_type and not any(fnmatch.fnmatchcase(t, self.element_type)
                                          for t in record.get("types", [])):
             return False
-        if self.file and not (fnmatch.fnmatchcase(record["file"], self.file) or
-                              fnmatch.fnmatchcase(os.path.basename(record["file"]), self.file)):
-            return False
-        return True
+        return self.file is None or self.about(record)
 
     def explains(self, record: dict) -> bool:
         if record.get("status") not in self.status:
@@ -69,13 +80,15 @@ class Entry:
                 return bool(traits.get("subnormal_only"))
             if self.when == "nan":
                 return bool(traits.get("nan_only"))
+            if self.when == "reassociation":
+                return bool(traits.get("reassociation_only"))
             if self.when.startswith("ulp<="):
                 return "max_ulp" in traits and traits["max_ulp"] <= int(self.when[5:])
         return True
 
     def describe(self) -> str:
-        what = ", ".join(f"{k}={getattr(self, k)}" for k in ("op", "element_type", "file", "when")
-                         if getattr(self, k))
+        what = ", ".join(f"{k}={', '.join(v) if isinstance(v, tuple) else v}"
+                         for k in ("op", "element_type", "file", "when") if (v := getattr(self, k)))
         return f"{self.source}: backend={self.backend}, {what}: {self.reason}"
 
 
@@ -103,39 +116,47 @@ def load(path: str) -> list[Entry]:
                 raise InputError(f"{where}: `{required}` (a string) is required")
         if not any(item.get(k) for k in ("op", "element_type", "file")):
             raise InputError(f"{where}: give at least one of op, element_type, file")
+        file = item.get("file")
+        file = [file] if isinstance(file, str) else file
+        if file is not None and not (isinstance(file, list) and all(isinstance(g, str) and g
+                                                                    for g in file)):
+            raise InputError(f"{where}: `file` is a glob or a list of globs")
         status = item.get("status", ["fail"])
         status = [status] if isinstance(status, str) else status
         if not isinstance(status, list) or not set(status) <= {"fail", "error", "crash", "timeout", "skipped"}:
             raise InputError(f"{where}: `status` is a list of fail, error, crash, timeout, skipped")
         when = item.get("when")
         if when is not None and not (isinstance(when, str) and _WHEN.match(when)):
-            raise InputError(f"{where}: `when` is subnormal, nan or ulp<=N, got {when!r}")
+            raise InputError(f"{where}: `when` is subnormal, nan, reassociation or ulp<=N, "
+                             f"got {when!r}")
         if item.get("message") is not None:
             try:
                 re.compile(item["message"])
             except re.error as e:
                 raise InputError(f"{where}: `message` is not a regular expression: {e}") from None
         entries.append(Entry(item["backend"], item["reason"], where, item.get("op"),
-                             item.get("element_type"), item.get("file"), tuple(status), when,
-                             item.get("message")))
+                             item.get("element_type"), tuple(file) if file else None,
+                             tuple(status), when, item.get("message")))
     return entries
 
 
 def classify(record: dict, entries: list[Entry]) -> None:
-    """Marks `record` known when an entry explains it; counts applications for staleness."""
+    """Marks `record` (any outcome) known when an entry explains it; counts the modules
+    of each entry's files, for staleness."""
     matched = None
     for entry in entries:
-        if not entry.applies(record):
-            continue
-        entry.applied += 1
-        if matched is None and entry.explains(record):
-            entry.explained += 1
+        entry.covered += entry.about(record)
+        if matched is None and entry.applies(record) and entry.explains(record):
             matched = entry
     if matched is not None:
+        matched.explained += 1
+        if record["file"] not in matched.explained_files:
+            matched.explained_files.append(record["file"])
         record["known"] = matched.reason
         record["was"] = record["status"]
         record["status"] = "known"
 
 
 def stale(entries: list[Entry]) -> list[Entry]:
-    return [e for e in entries if e.applied and not e.explained]
+    """Entries whose files this run ran, none of them explained."""
+    return [e for e in entries if e.covered and not e.explained]

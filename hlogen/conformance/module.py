@@ -7,6 +7,10 @@ rewrites it in place so that `main`:
   actual value, then every expected value, in check order (judged on the host),
 - for PJRT, takes its top-level constants as parameters, decoded directly from the
   module, so that XLA compiles the computation instead of folding it away.
+Functions that `main` names (calls, a composite's decomposition) stay with it: each case
+is a whole module of its own. A module whose checks read `interpreter.run_parallel`'s
+results becomes its program, run on replicas (`Replicated`); a module without checks
+is run for its own sake (StableHLO's runner passes it when it runs).
 """
 from __future__ import annotations
 
@@ -47,13 +51,24 @@ class Check:
 
 
 @dataclasses.dataclass
+class Replicated:
+    """What `interpreter.run_parallel` asked for: the program (the case's main) on `count`
+    replicas; check k compares output `actual[k]` of the replicas' outputs (replica by
+    replica, as run_parallel returns them) with the array `expected[k]`."""
+    count: int
+    actual: list
+    expected: list
+
+
+@dataclasses.dataclass
 class Case:
-    computation: Computation
-    arguments: list          # numpy arrays, one per parameter of main
+    computation: Computation | None  # None: the module holds no function
+    arguments: list          # numpy arrays, one per parameter of main (per replica: lists)
     checks: list             # Check, in order; results are [actual..., expected...]
     ops: list                # op names of the module as written (what it tests)
     element_types: list      # element type names that appear in those ops
     quantized: bool = False
+    replicated: Replicated | None = None
 
     @property
     def primary_op(self) -> str:
@@ -78,6 +93,8 @@ def load_case(text: str, where: str, lift_constants: bool) -> Case:
     """The module `text` (one module of a conformance file) made runnable; InputError when
     it cannot be read."""
     dialect_checks: list = []
+    if "interpreter." in text:
+        text = files.rewrite_interpreter_ops(text, where)
     if "check." in text:
         text, dialect_checks = files.rewrite_checks(text, where)
     quantized = "!quant." in text
@@ -91,18 +108,28 @@ def load_case(text: str, where: str, lift_constants: bool) -> Case:
 def _rewrite(module, where, dialect_checks, quantized, lift_constants) -> Case:
     main = _entry(module, where)
     ops, element_types = _what_it_tests(module)
+    if main is None:
+        return Case(None, [], [], ops, element_types)
     if quantized:
         # StableHLO's own lowering of quantized types to integer math, for both backends
         mlir.run_pipeline(module, "builtin.module(func.func(stablehlo-legalize-quant-to-math))")
     _inline_calls(module, main)
-    checks = _checks_to_results(main, dialect_checks, where)
+    found = _find_checks(main, dialect_checks, where)
+    parallel = [op.operation for op in main.regions[0].blocks[0].operations
+                if _target(op.operation) == files.RUN_PARALLEL]
+    if parallel:
+        return _replicated(module, main, parallel, found, where, ops, element_types)
+    checks = _checks_to_results(main, found)
     _drop_unused_functions(module, main)
     arguments = _lift_constants(main) if lift_constants else []
     return Case(Computation(module, where), arguments, checks, ops, element_types, quantized)
 
 
-def _entry(module: ir.Module, where: str) -> ir.Operation:
+def _entry(module: ir.Module, where: str) -> ir.Operation | None:
+    """@main, or the one public function (renamed main); None when there is no function."""
     functions = [op.operation for op in module.body.operations if op.operation.name == "func.func"]
+    if not functions:
+        return None
     names = [ir.StringAttr(f.attributes["sym_name"]).value for f in functions]
     if "main" in names:
         return functions[names.index("main")]
@@ -163,15 +190,19 @@ def _inline_calls(module: ir.Module, main: ir.Operation) -> None:
             call.erase()
 
 
-def _checks_to_results(main: ir.Operation, dialect_checks: list, where: str) -> list:
-    block = main.regions[0].blocks[0]
+def _target(op: ir.Operation) -> str | None:
+    if op.name != "stablehlo.custom_call":
+        return None
+    return ir.StringAttr(op.attributes["call_target_name"]).value
+
+
+def _find_checks(main: ir.Operation, dialect_checks: list, where: str) -> list:
+    """(op, Check) of every check of main's body, in order."""
     found = []
-    for op in block.operations:
+    for op in main.regions[0].blocks[0].operations:
         op = op.operation
-        if op.name != "stablehlo.custom_call":
-            continue
-        target = ir.StringAttr(op.attributes["call_target_name"]).value
-        if not target.startswith("check."):
+        target = _target(op)
+        if target is None or not target.startswith("check."):
             continue
         call = target[len("check."):]
         params, from_dialect = {}, False
@@ -188,8 +219,15 @@ def _checks_to_results(main: ir.Operation, dialect_checks: list, where: str) -> 
         if len(op.operands) != 2:
             raise InputError(f"{where}: @check.{call} takes two operands, it has {len(op.operands)}")
         found.append((op, Check(call, kind, rule)))
+    return found
+
+
+def _checks_to_results(main: ir.Operation, found: list) -> list:
+    """main returns the operands of its checks (actual values, then expected values) and
+    the checks are gone; a module without checks keeps its own results."""
+    block = main.regions[0].blocks[0]
     if not found:
-        raise InputError(f"{where}: the module checks nothing (no check.* op in @main)")
+        return []
     values = [op.operands[0] for op, _ in found] + [op.operands[1] for op, _ in found]
     terminator = list(block.operations)[-1].operation
     with ir.InsertionPoint(terminator), terminator.location:
@@ -206,13 +244,106 @@ def _checks_to_results(main: ir.Operation, dialect_checks: list, where: str) -> 
     return [c for _, c in found]
 
 
+def _replicated(module, main, parallel, found, where, ops, element_types) -> Case:
+    """The program `interpreter.run_parallel` runs, as the case's main on replicas; its
+    checks compare the program's outputs with constants."""
+    if len(parallel) != 1:
+        raise UnsupportedError(f"{where}: {len(parallel)} {files.RUN_PARALLEL} ops in one "
+                               f"module: this runner runs one")
+    call = parallel[0]
+    extra = [call.attributes[i].name for i in range(len(call.attributes))
+             if call.attributes[i].name not in ("call_target_name", "programs")]
+    if extra:
+        raise UnsupportedError(f"{where}: {files.RUN_PARALLEL} with {', '.join(extra)} (queues "
+                               f"only the interpreter's runner fills)")
+    grid = [[ir.FlatSymbolRefAttr(p).value for p in ir.ArrayAttr(row)]
+            for row in ir.ArrayAttr(call.attributes["programs"])]
+    if any(len(row) != 1 for row in grid):
+        raise UnsupportedError(f"{where}: {files.RUN_PARALLEL} on {len(grid)} replica(s) x "
+                               f"{max(map(len, grid))} partitions: hlogen runs one "
+                               f"partition per replica")
+    names = list(dict.fromkeys(row[0] for row in grid))
+    if len(names) != 1:
+        raise UnsupportedError(f"{where}: {files.RUN_PARALLEL} runs different programs on its "
+                               f"replicas ({', '.join('@' + n for n in names)}): hlogen runs one "
+                               f"program on every replica")
+    program = _functions(module)[names[0]]
+    n_in = len(program.regions[0].blocks[0].arguments)
+    arguments = [_constant_value(v, where, "an operand of " + files.RUN_PARALLEL)
+                 for v in call.operands]
+    per_replica = [arguments[r * n_in:(r + 1) * n_in] for r in range(len(grid))]
+    actual, expected, checks = [], [], []
+    for op, check in found:
+        got = op.operands[0]
+        if isinstance(got.owner, ir.Block) or _as_operation(got.owner) != call:
+            raise UnsupportedError(f"{where}: a check of a value other than "
+                                   f"{files.RUN_PARALLEL}'s results")
+        actual.append(ir.OpResult(got).result_number)
+        expected.append(_constant_value(op.operands[1], where, "an expected value"))
+        checks.append(check)
+    main.erase()
+    program.attributes["sym_name"] = ir.StringAttr.get("main")
+    if "sym_visibility" in program.attributes:
+        del program.attributes["sym_visibility"]
+    _inline_calls(module, program)
+    _drop_unused_functions(module, program)
+    return Case(Computation(module, where), per_replica, checks, ops, element_types,
+                replicated=Replicated(len(grid), actual, expected))
+
+
+def _as_operation(owner):
+    return owner.operation if hasattr(owner, "operation") else owner
+
+
+def _constant_value(value, where: str, what: str) -> np.ndarray:
+    owner = value.owner
+    array = None
+    if not isinstance(owner, ir.Block) and _as_operation(owner).name == "stablehlo.constant":
+        array = decode_constant(_as_operation(owner))
+    if array is None:
+        raise UnsupportedError(f"{where}: {what} is not a constant this runner can read")
+    return array
+
+
+def _functions(module: ir.Module) -> dict:
+    return {ir.StringAttr(op.operation.attributes["sym_name"]).value: op.operation
+            for op in module.body.operations if op.operation.name == "func.func"}
+
+
+# Attributes that name functions. Only these are read: reading every attribute from
+# Python reads complex constants too, which ends the process.
+_SYMBOL_ATTRIBUTES = ("callee", "decomposition", "called_computations", "programs")
+
+
+def _symbols(attr: ir.Attribute) -> list:
+    """Symbol names an attribute refers to (a callee, a decomposition, nested in lists)."""
+    if isinstance(attr, ir.FlatSymbolRefAttr):
+        return [attr.value]
+    if isinstance(attr, ir.ArrayAttr):
+        return [name for a in attr for name in _symbols(a)]
+    return []
+
+
 def _drop_unused_functions(module: ir.Module, main: ir.Operation) -> None:
-    used = {ir.FlatSymbolRefAttr(op.attributes["callee"]).value
-            for op in mlir.walk(module) if op.name == "func.call"}
-    for op in list(module.body.operations):
-        op = op.operation
-        if op.name == "func.func" and op != main and \
-                ir.StringAttr(op.attributes["sym_name"]).value not in used:
+    """Erases the functions main does not refer to, directly or through others."""
+    functions = _functions(module)
+    used, todo = set(), [main]
+    while todo:
+        names = []
+
+        def visit(op):
+            for name in _SYMBOL_ATTRIBUTES:
+                if name in op.attributes:
+                    names.extend(_symbols(op.attributes[name]))
+            return ir.WalkResult.ADVANCE
+
+        todo.pop().walk(visit)
+        for name in names:
+            if name in functions and name not in used:
+                used.add(name)
+                todo.append(functions[name])
+    for name, op in functions.items():
+        if op != main and name not in used:
             op.erase()
 
 

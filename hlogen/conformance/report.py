@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import collections
 import json
+import os
 import statistics
 import xml.etree.ElementTree as ET
 
@@ -27,12 +28,13 @@ def summary(run: Run, per_op: bool = True, max_listed: int = 50) -> str:
         parts = ", ".join(f"{counts[s]} {s}" for s in STATUSES if counts[s])
         times = [r["seconds"] for r in records if "seconds" in r]
         median = f", median {1e3 * statistics.median(times):.1f} ms" if times else ""
-        lines.append(f"  {backend}: {parts} ({rate}{median})")
+        aside = (counts["skipped"] + counts["known"]) / len(records)
+        lines.append(f"  {backend}: {parts} ({rate}{median}; {100 * aside:.2f}% skipped or known)")
         per_file: dict = collections.defaultdict(set)
         for r in records:
             per_file[r["file"]].add(r["status"])
         judged_files = [s for s in per_file.values() if s & {"pass", "known", *FAILING}]
-        passing = sum(1 for s in judged_files if s <= {"pass", "skipped"})
+        passing = sum(1 for s in judged_files if s <= {"pass", "ran", "skipped"})
         if judged_files:
             lines.append(f"    files: {passing} of {len(judged_files)} judged files pass every module "
                          f"({100 * passing / len(judged_files):.2f}%), {len(per_file)} files in all")
@@ -45,6 +47,13 @@ def summary(run: Run, per_op: bool = True, max_listed: int = 50) -> str:
             lines.append("by op (those not all passing):")
             for (backend, op), c in sorted(troubled.items()):
                 lines.append(f"  {backend:9} {op:40} " + ", ".join(f"{c[s]} {s}" for s in STATUSES if c[s]))
+    if per_op or not any(r["status"] not in ("skipped", "disabled") for r in run.records):
+        lines += _why_not_judged(run.records)  # on its own, "N skipped" does not say why
+    for entry in run.entries:
+        if entry.explained:
+            files = ", ".join(os.path.basename(f) for f in entry.explained_files)
+            lines.append(f"known on {entry.backend}: {entry.explained} module{'s' * (entry.explained != 1)} of {files}: "
+                         f"{entry.reason}")
     listed = [r for r in run.records if r["status"] in FAILING]
     if listed:
         lines.append("failures:")
@@ -53,8 +62,27 @@ def summary(run: Run, per_op: bool = True, max_listed: int = 50) -> str:
         if len(listed) > max_listed:
             lines.append(f"  ... and {len(listed) - max_listed} more (see --json or --junit)")
     for entry in run.stale:
-        lines.append(f"stale known deviation ({entry.applied} modules, none failing): {entry.describe()}")
+        lines.append(f"stale known deviation ({entry.covered} modules of its files ran, none "
+                     f"explained): {entry.describe()}")
     return "\n".join(lines)
+
+
+def _why_not_judged(records: list, most: int = 10) -> list:
+    """Skipped modules by reason (the module's own file left out of the reason), the
+    most frequent first."""
+    reasons = collections.Counter()
+    for r in records:
+        if r["status"] == "skipped":
+            message = r.get("message", "").replace(f"{r['file']}: ", "").split("\n")[0]
+            reasons[(r["backend"], message[:300])] += 1
+    if not reasons:
+        return []
+    lines = ["skipped, by reason:"]
+    for (backend, message), n in reasons.most_common(most):
+        lines.append(f"  {n:5} {backend:9} {message}")
+    if len(reasons) > most:
+        lines.append(f"  ... and {len(reasons) - most} other reasons (see --json)")
+    return lines
 
 
 def write_json(run: Run, path: str) -> None:
@@ -90,6 +118,8 @@ def write_junit(run: Run, path: str) -> None:
                 ET.SubElement(case, "skipped", message=f"known deviation: {r.get('known')}").text = message
             elif status in ("skipped", "disabled"):
                 ET.SubElement(case, "skipped", message=message[:2000])
+            elif status == "ran":
+                ET.SubElement(case, "system-out").text = message
     stale = run.stale
     if stale:
         out = ET.SubElement(root, "system-out")

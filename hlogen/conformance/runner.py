@@ -1,9 +1,11 @@
 """Running one module of a conformance file on one backend, in the calling process.
 
 `run_one` is what a worker (hlogen.conformance.worker) does per task; it returns a
-plain dict (it crosses a pipe as JSON). Statuses: pass, fail (a check failed), error
-(the module cannot be read, compiled or run), skipped (the backend or this runner
-cannot run it, with the reason); the parent adds crash, timeout, known and disabled.
+plain dict (it crosses a pipe as JSON). Statuses: pass, fail (a check failed), ran (it
+checks nothing and ran without error), error (the module cannot be read, compiled or
+run), skipped (the backend or this runner cannot run it, with the reason); the parent
+adds crash, timeout, known and disabled. Whatever goes wrong with one module is that
+module's record: a batch's other modules and the worker's next tasks never see it.
 """
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ import numpy as np
 import hlogen as hg
 from hlogen import types as T
 from hlogen.conformance import files, judge
+from hlogen.conformance.bounds import within_reassociation
 from hlogen.conformance.module import Case, load_case
 from hlogen.errors import HlogenError, InputError, UnsupportedError
 
@@ -32,13 +35,20 @@ def read_modules(path: str) -> tuple[files.Plan, list[files.Module]]:
 
 def execute(case: Case, backend: str) -> list:
     """The module's results (actual values, then expected values) as numpy arrays."""
-    comp = case.computation
+    comp, replicated = case.computation, case.replicated
+    if comp is None:
+        return []
+    if replicated is not None:
+        exe = hg.compile(comp, backend=backend, num_replicas=replicated.count)
+        outputs = [a for out in exe.run_replicated(case.arguments) for a in _flat(out)]
+        return [outputs[i] for i in replicated.actual] + replicated.expected
     if backend == "interpret":
-        out = hg.interpret(comp, *case.arguments)
-    else:
-        out = hg.compile(comp, backend=backend)(*case.arguments)
-    out = out if isinstance(out, tuple) else (out,)
-    return [np.asarray(a) for a in out]
+        return _flat(hg.interpret(comp, *case.arguments))
+    return _flat(hg.compile(comp, backend=backend)(*case.arguments))
+
+
+def _flat(out) -> list:
+    return [np.asarray(a) for a in (out if isinstance(out, tuple) else (out,))]
 
 
 def run_one(path: str, index: int, backend: str, explain: bool = False) -> dict:
@@ -70,7 +80,8 @@ def run_batch(items: list, explain: bool = False) -> list:
             cases.append((record, case))
     by_backend: dict = {}
     for record, case in cases:
-        joinable = len(list(case.computation.module.body.operations)) == 1
+        joinable = (case.computation is not None and case.replicated is None
+                    and len(list(case.computation.module.body.operations)) == 1)
         by_backend.setdefault((record["backend"], joinable), []).append((record, case))
     for (backend, joinable), group in by_backend.items():
         outputs, share = None, 0.0
@@ -120,7 +131,8 @@ def _new_record(path, index, backend) -> dict:
 
 
 class _recording:
-    """Turns hlogen errors into the record's status; adds the seconds spent."""
+    """Turns errors into the record's status (an error other than hlogen's is the
+    runner's, reported as such for this module alone); adds the seconds spent."""
 
     def __init__(self, record: dict, start: float):
         self.record, self.start = record, start
@@ -131,9 +143,11 @@ class _recording:
     def __exit__(self, kind, error, tb):
         record = self.record
         record["seconds"] = round(time.perf_counter() - self.start, 6)
-        if error is None or not isinstance(error, HlogenError):
+        if error is None or not isinstance(error, Exception):
             return False
-        if isinstance(error, UnsupportedError):
+        if not isinstance(error, HlogenError):
+            record.update(status="error", message=f"runner error: {type(error).__name__}: {error}")
+        elif isinstance(error, UnsupportedError):
             record.update(status="skipped", message=str(error))
         elif "no XLA counterpart" in str(error):  # an element type outside hlogen's table
             record.update(status="skipped", message=f"{error} (hlogen's element types are XLA's)")
@@ -159,9 +173,9 @@ def _load(path: str, index: int, backend: str, record: dict) -> Case | None:
         record.update(status="skipped", message="its RUN line checks the interpreter's "
                                                 "printed output with FileCheck")
         return None
-    feature = files.INTERPRETER_ONLY.search(module.text)
+    feature = files.interpreter_only(module.text)
     if feature:
-        record.update(status="skipped", message=f"uses {feature.group(0)}, which only the "
+        record.update(status="skipped", message=f"uses {feature}, which only the "
                                                 f"interpreter's own test runner has")
         return None
     # blank lines first, so that MLIR's locations are lines of the file
@@ -191,7 +205,12 @@ def explain_case(case: Case, backend: str) -> str:
 
 def judge_results(case: Case, results: list) -> dict:
     n = len(case.checks)
-    failures, traits = [], {"max_ulp": 0, "subnormal_only": True, "nan_only": True}
+    if n == 0:
+        what = "holds no function" if case.computation is None else "checks nothing"
+        return {"status": "ran", "message": f"ran without error; the module {what} "
+                                            f"(StableHLO's runner passes such a module)"}
+    failures, traits = [], {"max_ulp": 0, "subnormal_only": True, "nan_only": True,
+                            "reassociation_only": True}
     for k, check in enumerate(case.checks):
         got, want = results[k], results[n + k]
         verdict = judge.judge(check.kind, check.params, got, want)
@@ -203,8 +222,9 @@ def judge_results(case: Case, results: list) -> dict:
             traits["subnormal_only"] &= _explained_by_subnormals(verdict.mask, got, want,
                                                                  case.arguments)
             traits["nan_only"] &= _nan_on_one_side(verdict.mask, got, want)
+            traits["reassociation_only"] &= within_reassociation(case, k, verdict.mask, got, want)
         else:
-            traits["subnormal_only"] = traits["nan_only"] = False
+            traits["subnormal_only"] = traits["nan_only"] = traits["reassociation_only"] = False
     if not failures:
         return {"status": "pass", "message": ""}
     return {"status": "fail", "message": "; ".join(failures), "traits": traits}
