@@ -269,3 +269,43 @@ def test_batch_norm_accepts_a_negative_epsilon_as_xla_does():
     for backend, values in got.items():
         for g, w in zip(values, want):
             _close(g, np.asarray(w), backend)
+
+
+# -- older forms XLA CPU runs ------------------------------------------------------------------
+
+_A = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+_OLDER_FORMS = {
+    "broadcast": ('%r = "stablehlo.broadcast"(%a) {broadcast_sizes = array<i64: 5>} : '
+                  '(tensor<2x3x4xf32>) -> tensor<5x2x3x4xf32>', "5x2x3x4",
+                  np.broadcast_to(_A, (5, 2, 3, 4))),
+    "dot": ('%m = stablehlo.reshape %a : (tensor<2x3x4xf32>) -> tensor<6x4xf32>\n'
+            '%t = stablehlo.transpose %m, dims = [1, 0] : (tensor<6x4xf32>) -> tensor<4x6xf32>\n'
+            '%r = "stablehlo.dot"(%m, %t) : (tensor<6x4xf32>, tensor<4x6xf32>) -> tensor<6x6xf32>',
+            "6x6", _A.reshape(6, 4) @ _A.reshape(6, 4).T),
+    "create_token": ('%t = "stablehlo.create_token"() : () -> !stablehlo.token\n'
+                     '%r = stablehlo.negate %a : tensor<2x3x4xf32>', "2x3x4", -_A),
+    "cross-replica-sum": ('%r = "stablehlo.cross-replica-sum"(%a) {replica_groups = dense<[[0]]> '
+                          ': tensor<1x1xi64>} : (tensor<2x3x4xf32>) -> tensor<2x3x4xf32>',
+                          "2x3x4", _A),
+    "torch_index_select": (
+        '%i = stablehlo.constant dense<[[0, 3, 3, 1, 2], [2, 1, 0, 0, 3]]> : tensor<2x5xi32>\n'
+        '%r = "stablehlo.torch_index_select"(%a, %i) {dim = 2 : i64, batch_dims = 1 : i64} : '
+        '(tensor<2x3x4xf32>, tensor<2x5xi32>) -> tensor<2x3x5xf32>', "2x3x5",
+        np.stack([_A[0][:, [0, 3, 3, 1, 2]], _A[1][:, [2, 1, 0, 0, 3]]])),
+    "einsum": ('%r = "stablehlo.einsum"(%a, %a) {einsum_config = "bij,bkj->jbk"} : '
+               '(tensor<2x3x4xf32>, tensor<2x3x4xf32>) -> tensor<4x2x3xf32>', "4x2x3",
+               np.einsum("bij,bkj->jbk", _A, _A)),
+    "einsum summing a label of one operand": (
+        '%r = "stablehlo.einsum"(%a, %a) {einsum_config = "bij,bik->k"} : '
+        '(tensor<2x3x4xf32>, tensor<2x3x4xf32>) -> tensor<4xf32>', "4",
+        np.einsum("bij,bik->k", _A, _A)),
+}
+
+
+@pytest.mark.parametrize("name", list(_OLDER_FORMS))
+def test_older_forms_xla_runs_run_on_the_interpreter(name):
+    body, result, want = _OLDER_FORMS[name]
+    comp = hg.load(f"func.func @main(%a: tensor<2x3x4xf32>) -> tensor<{result}xf32> {{\n"
+                   f"{body}\nreturn %r : tensor<{result}xf32>\n}}")
+    for backend in BACKENDS:
+        np.testing.assert_array_equal(run(comp, backend, _A), want, err_msg=backend)
