@@ -19,7 +19,7 @@ import os
 # XLA's INFO log lines are noise for users; read when jaxlib first loads.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 
-from hlogen import distributed, ops, passes  # noqa: E402
+from hlogen import distributed, graph, ops, passes  # noqa: E402  (graph: a Computation's notebook view)
 from hlogen.builder import Builder, Op  # noqa: E402
 from hlogen.computation import Computation  # noqa: E402
 from hlogen.errors import ExecutionError, HlogenError, InputError, ShapeError, UnsupportedError  # noqa: E402
@@ -38,7 +38,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Builder", "Op", "Computation", "Function", "load", "compile", "interpret", "function",
-    "ops", "passes", "distributed", "HlogenError", "ShapeError", "InputError", "UnsupportedError",
+    "ops", "passes", "distributed", "graph", "HlogenError", "ShapeError", "InputError", "UnsupportedError",
     "ExecutionError", "ELEMENT_TYPES", "ElementType", "Shape", "TupleShape", "TokenShape",
     "element_type", "token", "tuple_shape", "ConvDimensionNumbers", "DotDimensionNumbers",
     "register_custom_call",

@@ -18,6 +18,16 @@ from jaxlib.mlir._mlir_libs import _stablehlo
 from hlogen import mlir
 from hlogen.errors import HlogenError, InputError
 
+# How a Computation draws itself in a notebook (its signature and graph): installed by
+# hlogen.graph, which draws modules and sits above this module.
+_DRAWING: dict = {}
+
+
+def install_drawing(html, svg) -> None:
+    """`html(comp)` and `svg(comp)`: what `_repr_html_` and `_repr_svg_` return."""
+    _DRAWING.update(html=html, svg=svg)
+
+
 # a name location, loc("x") or loc("x"(...)); not a file location, loc("f.mlir":1:2)
 _NAME_LOC = re.compile(r'loc\("((?:[^"\\]|\\.)*)"(?:\(|\)$)')
 
@@ -68,6 +78,12 @@ class Computation:
 
     def __repr__(self) -> str:
         return f"<Computation {self.signature()}>"
+
+    def _repr_html_(self) -> str | None:  # Jupyter: the signature and the graph
+        return _DRAWING["html"](self) if "html" in _DRAWING else None
+
+    def _repr_svg_(self) -> str | None:
+        return _DRAWING["svg"](self) if "svg" in _DRAWING else None
 
     # -- serialization --------------------------------------------------------------
 

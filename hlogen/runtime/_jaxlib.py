@@ -9,7 +9,9 @@ What is used, and why:
 - the x64 flag, switched on for the duration of each call (thread-locally) so
   that 64-bit arguments are neither canonicalized to 32 bits nor refused;
 - `xla_bridge` and the `jax_num_cpu_devices` option: how many CPU devices the CPU
-  backend starts with (replicas), which only counts before any backend starts.
+  backend starts with (replicas), which only counts before any backend starts;
+- `jaxlib._hlo`: XLA's optimized HLO modules as objects (instructions, operands) and
+  XLA's own DOT renderer of them (hlogen.runtime.inspection draws them).
 """
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ import os
 
 import jax  # noqa: F401 - initializes jax's config and backends
 import jaxlib
+import jaxlib._hlo as _hlo
 import jaxlib._jax as _jax
 import numpy as np
 from jax._src import config as _config
@@ -108,6 +111,26 @@ def optimized_hlo(loaded) -> str:
 
 def cost_analysis(loaded) -> dict:
     return dict(loaded.cost_analysis())
+
+
+def hlo_modules(loaded) -> list:
+    """XLA's optimized HLO modules (jaxlib._hlo.HloModule: computations(), to_string())."""
+    return list(loaded.hlo_modules())
+
+
+def hlo_dot(module) -> str:
+    """XLA's own Graphviz rendering of an optimized HLO module (fusions as clusters)."""
+    return _hlo.hlo_module_to_dot_graph(module)
+
+
+def memory_stats(loaded) -> dict:
+    """XLA's memory analysis of an executable: the fields of CompiledMemoryStats, in bytes."""
+    stats = loaded.get_compiled_memory_stats()
+    found = {name: getattr(stats, name) for name in dir(stats) if name.endswith("_in_bytes")}
+    # CPU executables report no generated code there; the executable knows its size
+    found["generated_code_size_in_bytes"] = (found.get("generated_code_size_in_bytes") or
+                                             loaded.size_of_generated_code_in_bytes())
+    return found
 
 
 class Placement:

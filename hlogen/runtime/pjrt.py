@@ -184,6 +184,14 @@ class Executable:
         """XLA's cost analysis: flops, bytes accessed, ..."""
         return _jaxlib.cost_analysis(self._loaded)
 
+    def hlo_modules(self) -> list:
+        """XLA's optimized HLO modules, as objects (hlogen.runtime.inspection draws them)."""
+        return _jaxlib.hlo_modules(self._loaded)
+
+    def memory_stats(self) -> dict:
+        """XLA's memory analysis, in bytes, by XLA's names (inspection.memory_analysis)."""
+        return _jaxlib.memory_stats(self._loaded)
+
     def serialize(self) -> bytes:
         """XLA's serialized executable (same jaxlib and device kind to load it)."""
         return _jaxlib.serialize(self._loaded)
