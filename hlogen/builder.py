@@ -23,7 +23,7 @@ from jaxlib.mlir._mlir_libs import _jax_mlir_ext
 
 from hlogen import mlir
 from hlogen import types as T
-from hlogen.computation import Computation
+from hlogen.computation import Computation, set_names
 from hlogen.errors import HlogenError, ShapeError, UnsupportedError
 
 
@@ -177,6 +177,11 @@ class Builder:
         function_type = ir.FunctionType.get([a.type for a in self._block.arguments],
                                             [r.value.type for r in results], context=mlir.context())
         self._func.attributes["function_type"] = ir.TypeAttr.get(function_type, context=mlir.context())
+        # names in an attribute too: locations are left out of text printed without debug
+        # information (arg<i> needs none: it means the position)
+        names = [n if n != f"arg{i}" else None for i, n in enumerate(self._parameter_names)]
+        if any(names):
+            set_names(self._func.operation, names)
         self._built = True
         try:
             self.module.operation.verify()

@@ -30,6 +30,11 @@ def install_drawing(html, svg) -> None:
 
 # a name location, loc("x") or loc("x"(...)); not a file location, loc("f.mlir":1:2)
 _NAME_LOC = re.compile(r'loc\("((?:[^"\\]|\\.)*)"(?:\(|\)$)')
+# The argument attribute that holds a parameter's name in every form of a module (text
+# without locations included: locations are debug information, printed only on request).
+NAME_ATTRIBUTE = "hlogen.name"
+# where other producers put names: jax's exports before 0.4.31 (jax.arg_info)
+_OTHER_NAME_ATTRIBUTES = ("jax.arg_info",)
 
 
 class Computation:
@@ -38,7 +43,7 @@ class Computation:
     def __init__(self, module: ir.Module, source: str | None = None):
         self.module = module
         self.source = source  # the file (or "<text>") it was loaded from; None when built
-        self._main = _find_main(module, source)
+        self._main = main_of(module, source)
 
     @property
     def name(self) -> str:
@@ -55,12 +60,9 @@ class Computation:
 
     @functools.cached_property
     def parameter_names(self) -> list[str]:
-        """Names given to `Builder.parameter`, read back from the argument locations."""
-        names = []
-        for i, arg in enumerate(self._main.regions[0].blocks[0].arguments):
-            m = _NAME_LOC.match(str(arg.location))
-            names.append(m.group(1) if m else f"arg{i}")
-        return names
+        """Names given to `Builder.parameter` (or by the module's maker: jax's argument
+        names, HLO's parameter names); `arg<i>` where a parameter has none."""
+        return [name or f"arg{i}" for i, name in enumerate(given_names(self._main))]
 
     @property
     def _function_type(self) -> ir.FunctionType:
@@ -123,7 +125,46 @@ class Computation:
         return Computation(ir.Module.parse(self.to_bytecode(), context=mlir.context()), self.source)
 
 
-def _find_main(module: ir.Module, source) -> ir.Operation:
+def given_names(function: ir.Operation) -> list:
+    """The name of each argument of `function`, None where it has none: its name
+    attribute, else the name of its location (what jax and XLA's converter write)."""
+    attrs = function.attributes
+    per_argument = list(ir.ArrayAttr(attrs["arg_attrs"])) if "arg_attrs" in attrs else []
+    names = []
+    for i, arg in enumerate(function.regions[0].blocks[0].arguments):
+        name = None
+        if i < len(per_argument):
+            found = ir.DictAttr(per_argument[i])
+            for key in (NAME_ATTRIBUTE, *_OTHER_NAME_ATTRIBUTES):
+                if key in found:
+                    name = ir.StringAttr(found[key]).value
+                    break
+        if name is None:
+            m = _NAME_LOC.match(str(arg.location))
+            name = m.group(1) if m else None
+        names.append(name or None)
+    return names
+
+
+def set_names(function: ir.Operation, names: list) -> None:
+    """Writes each name of `names` (None: none) into `function`'s argument attributes,
+    keeping the attributes already there."""
+    ctx = function.context
+    attrs = function.attributes
+    old = list(ir.ArrayAttr(attrs["arg_attrs"])) if "arg_attrs" in attrs else []
+    dicts = []
+    for i, name in enumerate(names):
+        entries = {}
+        if i < len(old):
+            found = ir.DictAttr(old[i])
+            entries = {found[j].name: found[j].attr for j in range(len(found))}
+        if name is not None:
+            entries[NAME_ATTRIBUTE] = ir.StringAttr.get(name, context=ctx)
+        dicts.append(ir.DictAttr.get(entries, context=ctx))
+    attrs["arg_attrs"] = ir.ArrayAttr.get(dicts, context=ctx)
+
+
+def main_of(module: ir.Module, source) -> ir.Operation:
     for op in module.body.operations:
         if op.operation.name == "func.func" and \
                 ir.StringAttr(op.attributes["sym_name"]).value == "main":

@@ -1,8 +1,15 @@
 """Loading: a Computation from what a user brings, checked before native code sees it.
 
-`load` takes a path, StableHLO text, MLIR bytecode or a StableHLO portable artifact;
-`parse_module` is the one parser every reader uses (errors name file, line and column).
-Every module loaded passes hlogen.preflight's structural checks.
+`load` takes a path or the bytes (or text) of a module in any of these forms, recognized
+by content, not by name:
+- StableHLO/MLIR text, MLIR bytecode, a StableHLO portable artifact (what jax's
+  `.lower(...).as_text()` / `compiler_ir()` and hlogen write);
+- XLA's HLO: text as XLA prints it, dump protos (`*.hlo.pb`), serialized
+  HloModuleProtos (hlogen.hlo);
+- jax.export's serialized `Exported` (hlogen.exports).
+`parse_module` is the one parser of MLIR every reader uses (errors name file, line and
+column). Every module loaded passes hlogen.preflight's structural checks, and keeps its
+parameters' names in an argument attribute (hlogen.computation.NAME_ATTRIBUTE).
 """
 from __future__ import annotations
 
@@ -15,8 +22,8 @@ import sys
 from jaxlib.mlir import ir
 from jaxlib.mlir._mlir_libs import _stablehlo
 
-from hlogen import mlir, preflight
-from hlogen.computation import Computation
+from hlogen import exports, hlo, mlir, preflight
+from hlogen.computation import Computation, given_names, main_of, set_names
 from hlogen.errors import InputError
 
 _BYTECODE_MAGIC = b"ML\xefR"
@@ -41,9 +48,26 @@ def load(source) -> Computation:
 
 def load_bytes(data: bytes, where: str) -> Computation:
     """A Computation from the bytes of a module in any form; `where` names them in errors."""
-    module = parse_module(data, where)
+    module = read_module(data, where)
     preflight.check_module(module, where)
+    main = main_of(module, where)
+    names = given_names(main)
+    if any(names):  # kept in an attribute: text printed without locations keeps them
+        set_names(main, names)
     return Computation(module, where)
+
+
+def read_module(data: bytes, where: str) -> ir.Module:
+    """The StableHLO module of `data`, in whichever form it comes (see the docstring)."""
+    if not data.startswith(_BYTECODE_MAGIC):
+        if hlo.is_text(data):
+            return hlo.stablehlo_of_text(data, where)
+        proto = hlo.module_proto(data)
+        if proto is not None:
+            return hlo.stablehlo_of_proto(proto, where)
+        if exports.is_exported(data):
+            return exports.load_exported(data, where, parse_module)
+    return parse_module(data, where)
 
 
 def _looks_like_path(text: str) -> bool:

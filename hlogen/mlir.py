@@ -13,7 +13,7 @@ import threading
 
 import numpy as np
 from jaxlib.mlir import ir, passmanager
-from jaxlib.mlir.dialects import chlo, stablehlo
+from jaxlib.mlir.dialects import chlo, sdy, stablehlo
 from jaxlib.mlir._mlir_libs import _jax_mlir_ext, _stablehlo
 
 from hlogen import types as T
@@ -42,6 +42,7 @@ def context() -> ir.Context:
                 ctx.load_all_available_dialects()
                 stablehlo.register_dialect(ctx)
                 chlo.register_dialect(ctx)
+                sdy.register_dialect(ctx)  # Shardy: jax's exports carry sdy attributes and ops
                 _stablehlo.register_interpreter_dialect(ctx)
                 _stablehlo.register_stablehlo_passes()
                 _context = ctx

@@ -5,6 +5,7 @@ from hlogen.computation import Computation
 from hlogen.errors import HlogenError, UnsupportedError
 from hlogen.ops.collectives import MAX_REPLICAS
 from hlogen.runtime.interpreter import Interpreted
+from hlogen.runtime import readers  # noqa: F401 - fills hlogen.native (HLO, jax exports)
 
 BACKENDS = ("cpu", "gpu", "interpret")
 

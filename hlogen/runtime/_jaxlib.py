@@ -16,6 +16,7 @@ What is used, and why:
 from __future__ import annotations
 
 import os
+import threading
 
 import jax  # noqa: F401 - initializes jax's config and backends
 import jaxlib
@@ -27,6 +28,7 @@ from jax._src import core as _core
 from jax._src import tree_util as _tree_util
 from jax._src import xla_bridge as _xla_bridge
 from jax._src.interpreters import pxla as _pxla
+from jax._src.lib import lapack as _lapack
 from jax._src.lib import xla_client
 from jax.extend.backend import get_backend
 from jax.sharding import Mesh, NamedSharding, PartitionSpec, SingleDeviceSharding
@@ -79,7 +81,60 @@ def _options(devices) -> "xla_client.CompileOptions":
 
 def compile(client, code: bytes, devices: list):
     """A LoadedExecutable of StableHLO `code` (text or bytecode): one replica per device."""
+    if client.platform == "cpu" and _LAPACK_TARGET in code:
+        _initialize_lapack()
     return client.compile_and_load(code, xla_client.DeviceList(tuple(devices)), _options(devices))
+
+
+# jaxlib's LAPACK targets are named lapack_<type><routine>_ffi; a module that names one
+# (in text or in bytecode's string table) needs the kernels initialized, which costs
+# ~0.15 s (it loads scipy's LAPACK): only then.
+_LAPACK_TARGET = b"lapack_"
+_lapack_lock = threading.Lock()
+_lapack_ready = False
+
+
+def _initialize_lapack() -> None:
+    global _lapack_ready
+    with _lapack_lock:
+        if not _lapack_ready:
+            _lapack._lapack.initialize()
+            _lapack_ready = True
+
+
+# -- modules made elsewhere (registered in hlogen.native by hlogen.runtime) ------------
+
+def hlo_text_to_proto(text: str) -> bytes:
+    return _hlo.hlo_module_from_text(text).as_serialized_hlo_module_proto()
+
+
+def hlo_proto_to_text(proto: bytes) -> str:
+    return _hlo.HloModule.from_serialized_hlo_module_proto(proto).to_string()
+
+
+def hlo_to_stablehlo(proto: bytes) -> bytes:
+    return _jax.mlir.hlo_to_stablehlo(proto)
+
+
+def exported_parts(data: bytes) -> dict:
+    """What hlogen needs of jax.export's serialized `Exported` (jax's own reader)."""
+    exp = jax.export.deserialize(bytearray(data))
+    # each flat argument's pytree path, e.g. "[0]['w']" (args, kwargs): names where the
+    # module's own argument locations have none
+    leaves = _tree_util.tree_unflatten(exp.in_tree, list(range(len(exp.in_avals))))
+    paths = [jax.tree_util.keystr(path) for path, _ in
+             jax.tree_util.tree_flatten_with_path(leaves)[0]]
+    return {
+        "module": bytes(exp.mlir_module_serialized),
+        "name": exp.fun_name,
+        "in_avals": [(np.dtype(a.dtype), tuple(a.shape)) for a in exp.in_avals],
+        "kept": sorted(exp.module_kept_var_idx),
+        "platforms": tuple(exp.platforms),
+        "ordered_effects": len(exp.ordered_effects),
+        "calling_convention_version": exp.calling_convention_version,
+        "nr_devices": exp.nr_devices,
+        "paths": paths,
+    }
 
 
 def compile_options_key(devices: list) -> str:
@@ -121,6 +176,15 @@ def hlo_modules(loaded) -> list:
 def hlo_dot(module) -> str:
     """XLA's own Graphviz rendering of an optimized HLO module (fusions as clusters)."""
     return _hlo.hlo_module_to_dot_graph(module)
+
+
+def profiler_trace(directory: str):
+    """jax's profiler around a block: a Perfetto trace (perfetto_trace.json.gz) and an
+    XPlane (TensorBoard's) under DIRECTORY/plugins/profile/RUN/. Python's calls are left
+    out (they would bury XLA's ops)."""
+    options = jax.profiler.ProfileOptions()
+    options.python_tracer_level = 0
+    return jax.profiler.trace(directory, create_perfetto_trace=True, profiler_options=options)
 
 
 def memory_stats(loaded) -> dict:

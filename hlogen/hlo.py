@@ -1,0 +1,259 @@
+"""XLA's HLO in: HLO text as XLA prints it, XLA's dump protos (`xla.HloProto`) and bare
+serialized `HloModuleProto`s, recognized by content, made StableHLO by jaxlib's
+HLO-to-StableHLO converter (hlogen.native).
+
+What the converter leaves outside StableHLO is legalized (`LEGALIZED`, e.g. XLA's `topk`
+becomes chlo.top_k, then StableHLO) or refused with the op's name. Optimized modules
+(XLA's `*after_optimizations*` dumps: scheduled, fused, with backend configurations and
+layouts) are refused before any native code sees them where XLA is known to fail or end
+the process on them (`optimized_refusal`); what XLA's HLO parser is known to abort on
+(parameter numbers that are not 0..N-1) is refused first as well.
+"""
+from __future__ import annotations
+
+import re
+
+from jaxlib.mlir import ir
+
+from hlogen import mlir, native
+from hlogen.computation import given_names, main_of, set_names
+from hlogen.errors import InputError, UnsupportedError
+
+# -- recognizing HLO -----------------------------------------------------------------------
+
+# HLO text starts with its module header, after blank lines and comments
+_HEADER = re.compile(rb"\A(?:\s+|//[^\n]*\n|/\*.*?\*/)*HloModule\s", re.S)
+
+
+def is_text(data: bytes) -> bool:
+    return _HEADER.match(data[:4096]) is not None
+
+
+def _fields(data: bytes):
+    """(field number, wire type, value) of each field of a protobuf message; ValueError
+    where `data` is not one (the wire format: varints, 64-bit, length-delimited, 32-bit)."""
+    i, n = 0, len(data)
+    while i < n:
+        key, i = _varint(data, i)
+        number, wire = key >> 3, key & 7
+        if number == 0:
+            raise ValueError("field number 0")
+        if wire == 0:
+            value, i = _varint(data, i)
+        elif wire == 1:
+            value, i = data[i:i + 8], i + 8
+        elif wire == 2:
+            size, i = _varint(data, i)
+            value, i = data[i:i + size], i + size
+        elif wire == 5:
+            value, i = data[i:i + 4], i + 4
+        else:
+            raise ValueError(f"wire type {wire}")
+        if i > n:
+            raise ValueError("truncated")
+        yield number, wire, value
+
+
+def _varint(data: bytes, i: int):
+    value = shift = 0
+    while True:
+        if i >= len(data) or shift > 63:
+            raise ValueError("bad varint")
+        b = data[i]
+        value |= (b & 0x7F) << shift
+        i += 1
+        shift += 7
+        if not b & 0x80:
+            return value, i
+
+
+def module_proto(data: bytes) -> bytes | None:
+    """The serialized HloModuleProto `data` is or holds (an `xla.HloProto`, as XLA's
+    dumps write, keeps it in field 1), or None when `data` is neither."""
+    if not data.startswith(b"\x0a"):  # both begin with field 1, length-delimited
+        return None
+    try:
+        fields = list(_fields(data))
+        first = fields[0][2]
+        # HloModuleProto's field 1 is its name; HloProto's is the module, a message
+        # that itself begins with a name
+        if first.startswith(b"\x0a") and list(_fields(first)):
+            return first
+        first.decode("utf-8")
+    except (ValueError, UnicodeDecodeError, IndexError):
+        return None
+    # a module has computations (field 3, messages)
+    return data if any(n == 3 and w == 2 for n, w, _ in fields) else None
+
+
+# -- what XLA is known to fail or abort on -------------------------------------------------
+
+_SCHEDULED = re.compile(r"^HloModule\s[^\n]*\bis_scheduled=true", re.M)
+# instructions an optimizing XLA pipeline makes, that the converter cannot express in
+# StableHLO (fusions become mhlo.fusion; backend configs steer XLA's own kernels)
+_OPTIMIZED_MARKS = {
+    "fusion": re.compile(r"=\s*[^\n=]*\bfusion\("),
+    "a backend configuration": re.compile(r"\bbackend_config="),
+    "an XLA-internal custom call": re.compile(r'custom_call_target="(?:__|TopK")'),
+}
+
+
+def optimized_refusal(text: str, where: str) -> None:
+    """Refuses an optimized (scheduled) HLO module holding what only the XLA pipeline
+    that made it understands; scheduled modules without it run."""
+    if not _SCHEDULED.search(text[:100_000]):
+        return
+    found = [what for what, mark in _OPTIMIZED_MARKS.items() if mark.search(text)]
+    if found:
+        raise UnsupportedError(
+            f"{where}: an optimized HLO module (is_scheduled=true, as XLA dumps after "
+            f"optimizations) holding {' and '.join(found)}: XLA cannot compile such a module "
+            f"again (it fails, or ends the process); run the module XLA dumped before "
+            f"optimizations (*before_optimizations*)")
+
+
+# a computation's first line: unindented, ending with its opening brace
+_COMPUTATION = re.compile(r"^(?:ENTRY\s+)?%?([^\s(]+)[^\n]*\{[ \t]*$", re.M)
+_PARAMETER = re.compile(r"\bparameter\((\d+)\)")
+
+
+def check_parameter_numbers(text: str, where: str) -> None:
+    """Each computation's parameters must be numbered 0..N-1 once each: XLA's HLO parser
+    ends the process otherwise."""
+    heads = list(_COMPUTATION.finditer(text))
+    for k, head in enumerate(heads):
+        end = heads[k + 1].start() if k + 1 < len(heads) else len(text)
+        numbers = sorted(int(m.group(1)) for m in _PARAMETER.finditer(text, head.end(), end))
+        if numbers != list(range(len(numbers))):
+            line = text.count("\n", 0, head.start()) + 1
+            raise InputError(f"{where}:{line}: computation {head.group(1)}: its parameters "
+                             f"are numbered {numbers}; HLO numbers them 0..N-1, once each")
+
+
+# -- conversion ------------------------------------------------------------------------------
+
+def stablehlo_of_text(data: bytes, where: str) -> ir.Module:
+    """The StableHLO module of HLO text."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(f"{where}: HLO text that is not UTF-8 (byte {e.start})") from None
+    optimized_refusal(text, where)
+    check_parameter_numbers(text, where)
+    try:
+        proto = native.call("hlo_text_to_proto", text)
+    except Exception as e:  # jaxlib's JaxRuntimeError
+        m = _PARSER_AT.search(str(e))
+        if m:  # XLA's parser says where: file:line:col, as MLIR's errors are given
+            raise InputError(f"{where}:{m.group(1)}:{m.group(2)}: {m.group(3)}") from None
+        raise InputError(f"{where}: XLA's HLO parser refused it: {_short(e)}") from None
+    return _convert(proto, where)
+
+
+_PARSER_AT = re.compile(r"was parsing (\d+):(\d+): error: ([^\n]*)")
+
+
+def stablehlo_of_proto(proto: bytes, where: str) -> ir.Module:
+    """The StableHLO module of a serialized HloModuleProto."""
+    text = _native("hlo_proto_to_text", where, "not an HloModuleProto XLA can read", proto)
+    optimized_refusal(text, where)
+    return _convert(proto, where)
+
+
+def _native(name: str, where: str, what: str, *args):
+    try:
+        return native.call(name, *args)
+    except Exception as e:  # jaxlib's errors: JaxRuntimeError, ValueError
+        raise InputError(f"{where}: {what}: {_short(e)}") from None
+
+
+def _short(error: Exception) -> str:
+    text = str(error).strip()
+    return text if len(text) < 2000 else text[:2000] + " ..."
+
+
+def _convert(proto: bytes, where: str) -> ir.Module:
+    module = _to_stablehlo(proto, where)
+    main = main_of(module, where)
+    set_names(main, parameter_names(given_names(main)))
+    return module
+
+
+_UNIQUIFIED = re.compile(r"\.\d+$")
+
+
+def parameter_names(names: list) -> list:
+    """The converter names parameters by their metadata's op_name (jax writes the
+    argument's name there) or else the instruction's name, which XLA makes unique
+    across the module (x -> x.2): the suffix goes where the names stay distinct."""
+    plain = [_UNIQUIFIED.sub("", n) if n else n for n in names]
+    given = [n for n in plain if n]
+    return plain if len(set(given)) == len(given) else names
+
+
+def _to_stablehlo(proto: bytes, where: str) -> ir.Module:
+    bytecode = _native("hlo_to_stablehlo", where,
+                       "XLA's HLO-to-StableHLO converter refused it", proto)
+    ctx = mlir.context()
+    with mlir.collected_diagnostics() as messages:
+        try:
+            return ir.Module.parse(bytecode, context=ctx)
+        except ir.MLIRError as e:
+            if "dialect 'mhlo' is unknown" not in f"{_all(messages)} {e}":
+                raise InputError(f"{where}: the converted module does not verify: "
+                                 f"{_all(messages)}") from None
+    return _legalize_mhlo(bytecode, where)
+
+
+def _all(messages) -> str:
+    return "; ".join(messages)
+
+
+# mhlo op the converter leaves -> (its StableHLO-side form, rewriting its generic text)
+LEGALIZED = {
+    # XLA's topk (largest first, as jax's top_k): chlo.top_k, which the CHLO legalization
+    # turns into a sort and slices; the generic form prints its k as <K : i64>
+    "mhlo.topk": (re.compile(r'"mhlo\.topk"\((%[^)]*)\) <(\d+) : i64>'),
+                  r'"chlo.top_k"(\1) {k = \2 : i64}'),
+    # a copy (optimized modules copy between layouts; values do not change): a reshape to
+    # its own shape, which canonicalization removes
+    # (its properties print as <...>: they hold nothing a reshape needs)
+    "mhlo.copy": (re.compile(r'"mhlo\.copy"\((%[^)]*)\)(?: <[^>\n]*>)? :'),
+                  r'"stablehlo.reshape"(\1) :'),
+}
+_MHLO_OP = re.compile(r'"(mhlo\.[\w.]+)"\(')
+_FROM_OPTIMIZED = {"mhlo.fusion", "mhlo.bitcast"}
+
+
+def _legalize_mhlo(bytecode: bytes, where: str) -> ir.Module:
+    """Reads the converter's output with MHLO ops as unregistered ones, rewrites those
+    LEGALIZED knows, and refuses the others by name."""
+    ctx = mlir.context()
+    with mlir.collected_diagnostics() as messages:
+        ctx.allow_unregistered_dialects = True
+        try:
+            module = ir.Module.parse(bytecode, context=ctx)
+            text = module.operation.get_asm(print_generic_op_form=True, enable_debug_info=True)
+        except ir.MLIRError:
+            raise UnsupportedError(
+                f"{where}: XLA's converter made MHLO (not StableHLO) that this jaxlib cannot "
+                f"read back: {_all(messages)}") from None
+        finally:
+            ctx.allow_unregistered_dialects = False
+    for pattern, replacement in LEGALIZED.values():
+        text = pattern.sub(replacement, text)
+    left = sorted(set(_MHLO_OP.findall(text)))
+    if left:
+        hint = ("they come from optimized modules: run the one XLA dumped before optimizations"
+                if set(left) & _FROM_OPTIMIZED else "neither backend can run them")
+        raise UnsupportedError(f"{where}: XLA's converter leaves {', '.join(left)} outside "
+                               f"StableHLO, and hlogen has no StableHLO form of them (it "
+                               f"legalizes {', '.join(LEGALIZED)}): {hint}")
+    with mlir.collected_diagnostics() as messages:
+        try:
+            module = ir.Module.parse(text, context=ctx)
+        except ir.MLIRError:
+            raise InputError(f"{where}: the converted module does not verify: "
+                             f"{_all(messages)}") from None
+    mlir.run_pipeline(module, f"builtin.module({mlir.LEGALIZE})")
+    return module
