@@ -187,6 +187,15 @@ def profiler_trace(directory: str):
     return jax.profiler.trace(directory, create_perfetto_trace=True, profiler_options=options)
 
 
+def profiler_trace(directory: str):
+    """jax's profiler around a block: a Perfetto trace (perfetto_trace.json.gz) and an
+    XPlane (TensorBoard's) under DIRECTORY/plugins/profile/RUN/. Python's calls are left
+    out (they would bury XLA's ops)."""
+    options = jax.profiler.ProfileOptions()
+    options.python_tracer_level = 0
+    return jax.profiler.trace(directory, create_perfetto_trace=True, profiler_options=options)
+
+
 def memory_stats(loaded) -> dict:
     """XLA's memory analysis of an executable: the fields of CompiledMemoryStats, in bytes."""
     stats = loaded.get_compiled_memory_stats()

@@ -46,12 +46,8 @@ def _computation(graph, computations, computation, cluster, depth) -> None:
     instructions = _in_order(computation.instructions())
     for instruction in instructions:
         text = instruction.to_string()
-        m = _INSTRUCTION.match(text)
-        name, shape, opcode = (m.group(1), m.group(2), m.group(3)) if m else \
-            (instruction.name, "", str(instruction.opcode))
+        name, shape, opcode, label = _parsed(instruction, text)
         source = _SOURCE.search(text)
-        kind = _KIND.search(text)
-        label = f"{opcode} {kind.group(1)}" if opcode == "fusion" and kind else opcode
         calls = [(role, callee.strip(" %")) for role, called in _CALLS.findall(text)
                  for callee in called.strip("{}").split(",") if callee.strip(" %") in computations]
         home = graph.cluster(f"{label} %{name}", cluster,
@@ -70,6 +66,23 @@ def _computation(graph, computations, computation, cluster, depth) -> None:
         for operand in instruction.operands():
             if operand.name in nodes:
                 graph.edge(nodes[operand.name], nodes[instruction.name])
+
+
+def _parsed(instruction, text: str) -> tuple[str, str, str, str]:
+    """(name, shape, opcode, label) of an instruction; the label of a fusion names its
+    kind ("fusion Loop")."""
+    m = _INSTRUCTION.match(text)
+    name, shape, opcode = (m.group(1), m.group(2), m.group(3)) if m else \
+        (instruction.name, "", str(instruction.opcode))
+    kind = _KIND.search(text)
+    return name, shape, opcode, f"{opcode} {kind.group(1)}" if opcode == "fusion" and kind else opcode
+
+
+def instruction_kinds(exe) -> dict:
+    """The label of every instruction of `exe`'s optimized HLO, by name ("fusion Loop")."""
+    return {instruction.name: _parsed(instruction, instruction.to_string())[3]
+            for module in exe.hlo_modules() for c in module.computations()
+            for instruction in c.instructions()}
 
 
 def _in_order(instructions) -> list:
