@@ -96,8 +96,10 @@ def _wrap(module: ir.Module, parts: dict, where: str) -> None:
             args = []
             if leading:
                 index = platforms.index("cpu") if "cpu" in platforms else 0
+                index_type = ir.RankedTensorType(inputs[0])  # i32, or i64 under x64
                 args.append(stablehlo.constant(ir.DenseElementsAttr.get(
-                    np.array(index, np.int32), type=ir.IntegerType.get_signless(32))))
+                    np.array(index, np.int64 if index_type.element_type.width == 64 else
+                             np.int32), type=index_type.element_type)))
             args += [stablehlo.after_all([]) for _ in range(tokens)]
             args += [block.arguments[i] for i in kept]
             call = func.CallOp(results, ir.FlatSymbolRefAttr.get(_INNER), args)
