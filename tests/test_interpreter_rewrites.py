@@ -101,13 +101,20 @@ def _select_and_scatter_cases(draw):
     if min(n + lo + hi - w for n, w, (lo, hi) in zip(dims, window, padding)) < 0:
         windows = None
     dtype = draw(st.sampled_from([np.int32, np.float32]))
-    # few distinct values: ties are frequent
-    operand = np.array(draw(st.lists(st.integers(-2, 2), min_size=int(np.prod(dims)),
-                                     max_size=int(np.prod(dims)))), dtype).reshape(dims)
+    size = int(np.prod(dims))
+    distinct = draw(st.booleans())
+    if distinct:
+        values = draw(st.permutations(range(-size, size, 2)))
+    else:  # few distinct values: ties are frequent
+        values = draw(st.lists(st.integers(-2, 2), min_size=size, max_size=size))
+    operand = np.array(values, dtype).reshape(dims)
     return dict(operand=operand, window=window, strides=strides, padding=padding,
                 windows=windows, dtype=dtype, init=draw(st.integers(-3, 3)),
                 select=draw(st.sampled_from(["ge", "gt", "le"])),
-                scatter=draw(st.sampled_from(["add", "max"])), seed=draw(st.integers(0, 99)))
+                scatter=draw(st.sampled_from(["add", "max"])), seed=draw(st.integers(0, 99)),
+                # XLA CPU's known deviation (tests/test_computations.py): with padding, it
+                # does not keep the first of tied elements
+                xla_as_spec=distinct or not any(lo or hi for lo, hi in padding))
 
 
 @SETTINGS
@@ -128,6 +135,8 @@ def test_select_and_scatter_against_the_spec(case):
         o.builder.constant(np.array(case["init"], case["dtype"])), scatter),
         case["operand"], source)
     for backend, value in got.items():
+        if backend == "cpu" and not case["xla_as_spec"]:
+            continue
         assert value.tobytes() == want.tobytes(), f"{backend}:\n{value}\n!=\n{want}"
 
 
