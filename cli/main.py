@@ -384,7 +384,9 @@ def devices():
             continue
         for d in client.local_devices():
             click.echo(f"{platform}: {d.device_kind} (id {d.id}, {client.platform} {client.platform_version})")
-    click.echo("interpret: the StableHLO reference interpreter (every op, exact, slow)")
+    click.echo("interpret: the StableHLO reference interpreter (slow; every op XLA CPU runs "
+               "but rng_uniform/rng_normal, infeed, outfeed, send/recv and custom calls "
+               "other than LAPACK potrf/trsm/getrf)")
 
 
 @main.group(invoke_without_command=True)
