@@ -78,7 +78,7 @@ def test_dot_precision_config(backend):
         np.testing.assert_allclose(run(comp, backend, m, m), m @ m, rtol=1e-5, atol=1e-5)
 
 
-# -- Cholesky and TriangularSolve (PJRT; the interpreter has no implementation) ----------------------
+# -- Cholesky and TriangularSolve (the interpreter runs them rewritten: hlogen/decompositions.py) --
 
 def _spd(n, batch=(), dtype=np.float64):
     a = RNG.standard_normal(batch + (n, n))
@@ -87,14 +87,15 @@ def _spd(n, batch=(), dtype=np.float64):
     return (a @ np.conj(np.swapaxes(a, -1, -2)) + n * np.eye(n)).astype(dtype)
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64, np.complex128])
 @pytest.mark.parametrize("lower", [True, False])
-def test_cholesky_reads_one_triangle(lower, dtype):
+def test_cholesky_reads_one_triangle(lower, dtype, backend):
     a = _spd(4, (2,), dtype)
     garbage = a.copy()
     other = np.triu_indices(4, 1) if lower else np.tril_indices(4, -1)
     garbage[(slice(None),) + other] = 1e6  # the triangle Cholesky must not read
-    got = on("cpu", lambda x: ops.cholesky(x, lower), garbage)
+    got = on(backend, lambda x: ops.cholesky(x, lower), garbage)
     expected = np.linalg.cholesky(a)
     if not lower:
         expected = np.conj(np.swapaxes(expected, -1, -2))
@@ -103,27 +104,29 @@ def test_cholesky_reads_one_triangle(lower, dtype):
     assert not got[(slice(None),) + other].any()  # the other triangle is zero
 
 
-def test_cholesky_of_a_matrix_that_is_not_positive_definite_gives_nan_on_xla_cpu():
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_cholesky_of_a_matrix_that_is_not_positive_definite_gives_nan_as_on_xla_cpu(backend):
     """The spec leaves the result to the implementation; XLA CPU fills the factor with NaN
     (no error), and hlogen keeps the other triangle zero."""
     a = np.array([[1.0, 2.0], [2.0, 1.0]])  # eigenvalues 3 and -1
-    got = on("cpu", ops.cholesky, a)
+    got = on(backend, ops.cholesky, a)
     assert np.isnan(got[1, 1]) and got[0, 1] == 0
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex128])
 @pytest.mark.parametrize("left_side", [True, False])
 @pytest.mark.parametrize("lower", [True, False])
 @pytest.mark.parametrize("transpose_a", ["NO_TRANSPOSE", "TRANSPOSE", "ADJOINT"])
 @pytest.mark.parametrize("unit_diagonal", [False, True])
-def test_triangular_solve(dtype, left_side, lower, transpose_a, unit_diagonal):
+def test_triangular_solve(dtype, left_side, lower, transpose_a, unit_diagonal, backend):
     n, k = 4, 3
     a = (RNG.standard_normal((2, n, n)) + (1j * RNG.standard_normal((2, n, n))
                                           if np.dtype(dtype).kind == "c" else 0)).astype(dtype)
     a += (4 * np.eye(n)).astype(dtype)
     b = RNG.standard_normal((2, n, k) if left_side else (2, k, n)).astype(dtype)
-    got = on("cpu", lambda x, y: ops.triangular_solve(x, y, left_side, lower, unit_diagonal,
-                                                      transpose_a), a, b)
+    got = on(backend, lambda x, y: ops.triangular_solve(x, y, left_side, lower, unit_diagonal,
+                                                        transpose_a), a, b)
     t = np.tril(a) if lower else np.triu(a)
     if unit_diagonal:
         t = t - np.einsum("bii->bi", t)[..., None] * np.eye(n) + np.eye(n)
@@ -132,15 +135,6 @@ def test_triangular_solve(dtype, left_side, lower, transpose_a, unit_diagonal):
     check = op @ got if left_side else got @ op
     tol = 1e-4 if dtype == np.float32 else 1e-10
     np.testing.assert_allclose(check, b, rtol=tol, atol=tol)
-
-
-@pytest.mark.parametrize("op", ["cholesky", "triangular_solve"])
-def test_the_interpreter_says_it_cannot_run_them(op):
-    a = _spd(3)
-    fn = (lambda x: ops.cholesky(x)) if op == "cholesky" else (
-        lambda x: ops.triangular_solve(x, x, True, True, False, "NO_TRANSPOSE"))
-    with pytest.raises(hg.UnsupportedError, match=f"interpreter cannot run stablehlo.{op}"):
-        on("interpret", fn, a)
 
 
 # -- Fft -----------------------------------------------------------------------------------------------
@@ -170,11 +164,7 @@ def test_fft_against_numpy(fft_type, dims, length, reference, wide, backend):
         x = np.fft.rfftn(RNG.standard_normal(dims[:-1] + (length[-1],)), axes=axes)
     x = x.astype(dtype)
     comp = build(lambda a: ops.fft(a, fft_type, length), x)
-    if backend == "interpret" and (not wide or fft_type == "IRFFT" and length[-1] % 2):
-        with pytest.raises(hg.UnsupportedError, match="complex<f32>.*odd length"):
-            run(comp, backend, x)
-        return
-    got = run(comp, backend, x)
+    got = run(comp, backend, x)  # the interpreter's c64 and odd IRFFTs: rewritten
     expected = reference(x.astype(np.complex128 if not real else np.float64))
     np.testing.assert_allclose(got, expected, rtol=1e-12 if wide else 2e-5, atol=1e-12 if wide else 2e-5)
 
@@ -271,7 +261,7 @@ ERRORS = [
     (lambda x, y, m: ops.batch_norm_training(x, m, m, 0.1, 1), r"scale must be f32\[3\]"),
     (lambda x, y, m: ops.batch_norm_training(x, ops.slice(m, [0, 0], [1, 3]), m, 0.1, 3), "feature_index=3"),
     (lambda x, y, m: ops.batch_norm_inference(x, *[ops.reshape(ops.slice(m, [0, 0], [1, 3]), [3])] * 4,
-                                              -1.0, 1), "epsilon=-1.0"),
+                                              "0.1", 1), "epsilon='0.1' must be a number"),
 ]
 
 
