@@ -308,6 +308,9 @@ EXPECTED = {
        for name in _UNSUPPORTED_BY_INTERPRETER},
     # collectives once aborted the interpreter; it now runs them in its parallel runner
     **{f"interpreter_{name}": ("ok", r"^$") for name in ("replica_id", "partition_id", "all_reduce")},
+    # ... and these rewritten (hlogen/decompositions.py, hlogen/random_bits.py)
+    **{f"interpreter_{name}": ("ok", r"^$") for name in (
+        "cholesky", "triangular_solve", "rng_bit_generator", "create_token", "fft_c64")},
     "dynamic_result_type": ("InputError", r"<text>:2:\d+: stablehlo.abs: dynamic dimensions"),
     "overflowing_tensor": ("InputError", r"<text>:1:1: func.func: f32\[4294967296,4294967296\] "
                                          r"has 18446744073709551616 elements"),
@@ -533,4 +536,7 @@ def test_interpreter_and_xla_agree_on_every_reproducer_both_can_run(text):
             return  # one of them cannot run it (said before running): nothing to compare
     interpreted, compiled = (r if isinstance(r, tuple) else (r,) for r in results)
     for a, b in zip(interpreted, compiled):
-        np.testing.assert_array_equal(a, b)
+        if np.asarray(b).dtype.kind in "fc":  # rewritten ops (cholesky, fft) round differently
+            np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
+        else:
+            np.testing.assert_array_equal(a, b)
