@@ -440,11 +440,8 @@ def _einsum(b: InsertingBuilder, op: ir.Operation, operands: list[Op]) -> list[O
 # flags are LAPACK's characters (uplo "L"/"U", side "L"/"R", trans_x "N"/"T"/"C", diag "N"/"U")
 # in mhlo.backend_config, and the leading dimensions are batch dimensions.
 
+# (the others, eigen, SVD and QR solvers among them, are refused by hlogen.preflight)
 _LAPACK = re.compile(r"lapack_[sdcz](potrf|trsm|getrf)_ffi")
-# LAPACK routines jax calls that have no formulation here (iterative eigen/SVD solvers,
-# Householder QR): the interpreter refuses them (hlogen.preflight)
-LAPACK_WITHOUT_FORMULATION = ("syevd", "heevd", "gesdd", "gesvd", "geqrf", "geqp3", "orgqr",
-                              "ungqr", "geev", "gees", "gehrd", "sytrd", "hetrd", "gtsv")
 
 
 def _target(op: ir.Operation) -> str:

@@ -31,15 +31,6 @@ from hlogen.errors import HlogenError, InputError, ShapeError, UnsupportedError
 MAX_REGION_NESTING = 128
 
 
-def _fft_interpreter_cannot(op) -> bool:
-    # the interpreter reads complex<f32> FFT values with the wrong semantics and aborts,
-    # and its IRFFT of an odd length returns wrong values (tests/test_linalg.py)
-    if any(_element_type(v).name in ("f32", "c64") for v in list(op.operands) + list(op.results)):
-        return True
-    lengths = list(ir.DenseI64ArrayAttr(op.attributes["fft_length"]))
-    return "IRFFT" in str(op.attributes["fft_type"]) and bool(lengths) and lengths[-1] % 2 == 1
-
-
 def _tuple_operands(op) -> bool:
     return any(str(v.type).startswith("tuple<") for v in op.operands)
 
@@ -67,28 +58,38 @@ def _bits_refusal(op):
     return None
 
 
+def _native_code(op):
+    # what is left of the custom calls after hlogen.decompositions' LAPACK rewrites
+    target = ir.StringAttr(op.attributes["call_target_name"]).value
+    if target.startswith("lapack_"):
+        return (f"{target}: this LAPACK routine has no formulation here (the eigen, SVD and QR "
+                f"solvers run on PJRT only; hlogen rewrites jaxlib's potrf, trsm and getrf)")
+    return (f"{target} is native code, which the interpreter cannot call (hlogen rewrites only "
+            f"jaxlib's LAPACK potrf, trsm and getrf)")
+
+
 def _variadic_with_channel(op):
     return len(op.operands) > 1 and "channel_handle" in op.attributes
 
 
 _DECOMPOSABLE = "the interpreter has no usable implementation of it (it aborts, or does not finish)"
 
-# backend -> {op name: (why, when)}: the ops a backend cannot run. `when` is None
-# (always) or a predicate of the op (True, or a string that says why instead of `why`).
-# Ops of dialects other than stablehlo and func are refused by the interpreter as well
-# (it aborts on them).
+# backend -> {op name: (why, when)}: the ops a backend cannot run, once hlogen.rewrites'
+# table has rewritten what it can (the interpreter's cholesky, rng_bit_generator, c64
+# FFTs, LAPACK custom calls...). `when` is None (always) or a predicate of the op (True,
+# or a string that says why instead of `why`). Ops of dialects other than stablehlo and
+# func are refused by the interpreter as well (it aborts on them).
 UNSUPPORTED = {
     "interpret": {
-        **{name: (_DECOMPOSABLE, None) for name in (
-            "stablehlo.broadcast", "stablehlo.cholesky",
-            "stablehlo.create_token", "stablehlo.cross-replica-sum", "stablehlo.dot",
-            "stablehlo.einsum", "stablehlo.rng", "stablehlo.rng_bit_generator",
-            "stablehlo.torch_index_select", "stablehlo.triangular_solve",
-            "stablehlo.unary_einsum", "stablehlo.custom_call", "stablehlo.infeed",
-            "stablehlo.outfeed", "stablehlo.send", "stablehlo.recv")},
-        "stablehlo.fft": ("the interpreter aborts on complex<f32> (c64) FFTs and computes "
-                          "IRFFTs of odd length wrongly; other c128 FFTs work",
-                          _fft_interpreter_cannot),
+        "stablehlo.rng": ("its state is XLA's, kept in the process, so no module can give the "
+                          "same numbers; use rng_bit_generator, whose state is explicit", None),
+        "stablehlo.custom_call": ("", _native_code),
+        "stablehlo.einsum": ("hlogen rewrites einsums of two operands without '...' or a label "
+                             "repeated within one of them; the interpreter has none", None),
+        "stablehlo.unary_einsum": (_DECOMPOSABLE + "; XLA does not translate it either", None),
+        **{name: ("the interpreter runs one module, with nothing outside it to exchange "
+                  "data with", None) for name in (
+            "stablehlo.infeed", "stablehlo.outfeed", "stablehlo.send", "stablehlo.recv")},
         "func.call": ("the interpreter aborts on tuples passed to func.call", _tuple_operands),
         "stablehlo.set_dimension_size": (_DECOMPOSABLE, None),
     },
@@ -113,8 +114,6 @@ _INTERPRETER_DIALECTS = ("stablehlo.", "func.")
 def check_module(module: ir.Module, where: str) -> None:
     """The structural checks (see the module docstring); `where` names the source."""
     try:
-        # every name and type is read as a Python string below and later
-        module.operation.get_asm()
         _check_structure(module, where)
     except RuntimeError as e:  # nanobind's conversion error: a name that is not UTF-8
         raise InputError(f"{where}: cannot read this module: it holds text that is not UTF-8 "
@@ -139,47 +138,83 @@ def _check_structure(module: ir.Module, where: str) -> None:
     if "sym_visibility" in main.attributes and \
             ir.StringAttr(main.attributes["sym_visibility"]).value != "public":
         raise InputError(f"{located(main, where)}: @main must be public (it is the entry point)")
-    _check_ops(module, where)
+    found = inventory(module)
+    for op in found.with_regions:
+        _check_nesting(op, where)
+    for t, op in found.types.items():
+        try:
+            T.leaves(mlir.shape_of_type(t))
+        except HlogenError as e:
+            raise InputError(f"{located(op, where)}: {op.name}: {e}") from None
 
 
-def _check_ops(module, where) -> None:
-    seen: dict = {}  # type text -> checked
-    stack = [(iter(module.body.operations), 0)]
-    while stack:
-        op = next(stack[-1][0], None)
-        if op is None:
-            stack.pop()
-            continue
-        depth = stack[-1][1]
-        op = op.operation
-        for v in op.results:
-            _check_type(v.type, op, where, seen)
-        for region in op.regions:
-            if depth + 1 > MAX_REGION_NESTING:
-                raise InputError(f"{located(op, where)}: {op.name}: regions nest deeper than "
-                                 f"{MAX_REGION_NESTING} levels; hlogen refuses such modules")
-            for block in region.blocks:
-                for arg in block.arguments:
-                    _check_type(arg.type, op, where, seen)
-                stack.append((iter(block.operations), depth + 1))
+class Inventory:
+    """What the checks read of a module, from one walk (in C++, calling back per op):
+    its ops by name, each type its values have (with the first op that makes one), and
+    the ops that hold regions. A walk in Python costs several times MLIR's parse."""
+
+    def __init__(self, module: ir.Module):
+        self.by_name: dict = {}
+        self.types: dict = {}  # ir.Type -> the first op whose result or block argument has it
+        self.with_regions: list = []
+        by_name, types, with_regions = self.by_name, self.types, self.with_regions
+        advance = ir.WalkResult.ADVANCE
+
+        def visit(op):
+            name = op.name
+            found = by_name.get(name)
+            if found is None:
+                found = by_name[name] = []
+            found.append(op)
+            for t in op.results.types:
+                if t not in types:
+                    types[t] = op
+            if op.regions:
+                with_regions.append(op)
+                for region in op.regions:
+                    for block in region.blocks:
+                        for arg in block.arguments:
+                            if arg.type not in types:
+                                types[arg.type] = op
+            return advance
+
+        for op in module.body.operations:
+            op.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
 
 
-def _check_type(t, op, where, seen) -> None:
-    text = str(t)
-    if text in seen:
-        return
-    try:
-        T.leaves(mlir.shape_of_type(t))
-    except HlogenError as e:
-        raise InputError(f"{located(op, where)}: {op.name}: {e}") from None
-    seen[text] = True
+# the inventories of the last modules checked, with the modules themselves (kept alive, so
+# that `is` identifies them): loading and then preparing one module walks it once. Modules
+# that passes change are clones (hlogen.passes), not these.
+_inventories: list = []
+_INVENTORIES_KEPT = 4
+
+
+def inventory(module: ir.Module) -> Inventory:
+    for kept, found in _inventories:
+        if kept is module:
+            return found
+    found = Inventory(module)
+    _inventories.insert(0, (module, found))
+    del _inventories[_INVENTORIES_KEPT:]
+    return found
+
+
+def _check_nesting(op, where: str) -> None:
+    depth, parent = 1, op.parent
+    while parent is not None and parent.name != "builtin.module":
+        depth += 1
+        if depth > MAX_REGION_NESTING:
+            raise InputError(f"{located(op, where)}: {op.name}: regions nest deeper than "
+                             f"{MAX_REGION_NESTING} levels; hlogen refuses such modules")
+        parent = parent.parent
 
 
 def check_replicas(module: ir.Module, num_replicas: int, where: str) -> None:
     """Refuses collectives whose replica groups, permute pairs or shard counts do not fit
     `num_replicas` replicas (rules: hlogen.ops.collectives.check_replicas)."""
-    for op in mlir.walk(module):
-        if op.name in collectives.OPS:
+    by_name = inventory(module).by_name
+    for name in collectives.OPS:
+        for op in by_name.get(name, ()):
             why = collectives.check_replicas(op, num_replicas)
             if why:
                 raise ShapeError(f"{located(op, where)}: {why} (compiled for {num_replicas} "
@@ -191,23 +226,26 @@ def check_backend(module: ir.Module, backend: str, where: str) -> None:
     values larger than this machine's memory (allocating them ends the process)."""
     table = UNSUPPORTED[backend]
     memory = physical_memory()
-    for op in mlir.walk(module):
-        for v in op.results:
-            shape = mlir.shape_of_type(v.type)
-            for leaf in T.leaves(shape):
-                if isinstance(leaf, T.Shape) and leaf.size * leaf.dtype.itemsize > memory:
+    found = inventory(module)
+    for t, op in found.types.items():
+        for leaf in T.leaves(mlir.shape_of_type(t)):
+            if isinstance(leaf, T.Shape) and leaf.size * leaf.dtype.itemsize > memory:
+                raise UnsupportedError(
+                    f"{located(op, where)}: {op.name}: its result {leaf} needs "
+                    f"{leaf.size * leaf.dtype.itemsize / 2**30:.1f} GiB, more than this "
+                    f"machine's memory ({memory / 2**30:.1f} GiB)")
+    for name, ops in found.by_name.items():
+        entry = table.get(name)
+        if entry is not None:
+            for op in ops:
+                verdict = entry[1] is None or entry[1](op)
+                if verdict:  # a predicate may say why itself
                     raise UnsupportedError(
-                        f"{located(op, where)}: {op.name}: its result {leaf} needs "
-                        f"{leaf.size * leaf.dtype.itemsize / 2**30:.1f} GiB, more than this "
-                        f"machine's memory ({memory / 2**30:.1f} GiB)")
-        entry = table.get(op.name)
-        verdict = entry is not None and (entry[1] is None or entry[1](op))
-        if verdict:  # a predicate may say why itself
-            raise UnsupportedError(f"{located(op, where)}: {_backend_words(backend)} cannot run "
-                                   f"{op.name}: {verdict if isinstance(verdict, str) else entry[0]}")
-        if backend == "interpret" and not op.name.startswith(_INTERPRETER_DIALECTS):
-            raise UnsupportedError(f"{located(op, where)}: {_backend_words(backend)} cannot run "
-                                   f"{op.name}: it runs StableHLO and func ops only")
+                        f"{located(op, where)}: {_backend_words(backend)} cannot run {name}: "
+                        f"{verdict if isinstance(verdict, str) else entry[0]}")
+        if backend == "interpret" and not name.startswith(_INTERPRETER_DIALECTS):
+            raise UnsupportedError(f"{located(ops[0], where)}: {_backend_words(backend)} cannot "
+                                   f"run {name}: it runs StableHLO and func ops only")
 
 
 def _backend_words(backend: str) -> str:
