@@ -8,8 +8,10 @@ support only F64, F32, F16, BF16, S64, U64, S32 and U32" says. RngBitGenerator n
 u64 state of 2 words (THREE_FRY) or 2 or 3 (PHILOX; DEFAULT is PHILOX on CPU); other
 sizes or element types fail XLA's compilation.
 
-The reference interpreter implements none of these ops: `hg.interpret` refuses them with
-an hg.UnsupportedError (preflight.UNSUPPORTED).
+The reference interpreter implements none of these ops. It runs RngBitGenerator
+rewritten, bit for bit as XLA CPU generates it (hlogen.random_bits); RngUniform and
+RngNormal, whose state is XLA's, it refuses with an hg.UnsupportedError
+(preflight.UNSUPPORTED).
 """
 from __future__ import annotations
 

@@ -1,7 +1,9 @@
 """Running computations on the StableHLO reference interpreter (`eval_module`).
 
 The interpreter is slow (about a microsecond per element operation) but exact:
-it is the independent oracle PJRT results are compared with.
+it is the independent oracle PJRT results are compared with. The ops it lacks or gets
+wrong reach it rewritten (the "interpret" entries of hlogen.rewrites' table, applied
+by hlogen.runtime.execution.prepare); what has no formulation is refused there.
 
 Collectives run only in the interpreter's parallel runner: a module that has them,
 or runs several replicas, is wrapped in a `main` that takes every replica's
