@@ -17,23 +17,10 @@ from jaxlib.mlir._mlir_libs import _jax_mlir_ext
 from hlogen import mlir, ops, random_bits  # noqa: F401 - random_bits registers its rewrites
 from hlogen import types as T
 from hlogen.builder import InsertingBuilder, Op
-from hlogen.rewrites import register, rewrite_module
+from hlogen.rewrites import (enum_attribute, int_attribute, ints_attribute, register,
+                             rewrite_module)
 
 INTERPRET = "interpret"
-
-
-def _attr_int(op: ir.Operation, name: str) -> int:
-    return ir.IntegerAttr(op.attributes[name]).value
-
-
-def _attr_ints(op: ir.Operation, name: str) -> list[int]:
-    if name not in op.attributes:
-        return []
-    attr = op.attributes[name]
-    try:
-        return list(ir.DenseI64ArrayAttr(attr))
-    except ValueError:  # a DenseIntElementsAttr (padding, older forms)
-        return [int(x) for x in np.array(ir.DenseIntElementsAttr(attr)).reshape(-1)]
 
 
 def _scalar(b, value, et: T.ElementType) -> Op:
@@ -77,7 +64,7 @@ _BATCH_NORM = ("stablehlo.batch_norm_training", "stablehlo.batch_norm_inference"
 def _batch_norm(b: InsertingBuilder, op: ir.Operation, operands: list[Op]) -> list[Op]:
     name = op.name
     epsilon = ir.FloatAttr(op.attributes["epsilon"]).value
-    feature_index = _attr_int(op, "feature_index")
+    feature_index = int_attribute(op, "feature_index")
     x = operands[0]
     shape, et = x.shape, x.dtype
     axes = [d for d in range(shape.rank) if d != feature_index]
@@ -134,9 +121,9 @@ def _select_and_scatter(b: InsertingBuilder, op: ir.Operation, operands: list[Op
     operand, source, init = operands
     shape = operand.shape
     select, scatter = _region_callable(op, 0), _region_callable(op, 1)
-    window = _attr_ints(op, "window_dimensions")
-    strides = _attr_ints(op, "window_strides") or [1] * shape.rank
-    flat = _attr_ints(op, "padding")
+    window = ints_attribute(op, "window_dimensions")
+    strides = ints_attribute(op, "window_strides") or [1] * shape.rank
+    flat = ints_attribute(op, "padding")
     padding = [(flat[2 * i], flat[2 * i + 1]) for i in range(shape.rank)] if flat else \
         [(0, 0)] * shape.rank
     index_type = T.s64
@@ -261,8 +248,8 @@ def _cholesky(b: InsertingBuilder, op: ir.Operation, operands: list[Op]) -> list
 def _solve(a: Op, rhs: Op, left_side: bool, lower: bool, unit: bool, kind: str) -> Op:
     """x with op(a) x = rhs (left_side) or x op(a) = rhs, by substitution: op(a) is the
     `lower` (or upper) triangle of a, with ones on the diagonal if `unit`, transposed or
-    adjoint per `kind` (NO_TRANSPOSE, TRANSPOSE or ADJOINT); a right-side solve is the left-side solve of
-    the transposes."""
+    adjoint per `kind` (NO_TRANSPOSE, TRANSPOSE or ADJOINT); a right-side solve is the
+    left-side solve of the transposes."""
     matrix = _triangle(a, lower, diagonal=not unit)
     if kind != "NO_TRANSPOSE":
         matrix, lower = _minor_transpose(matrix), not lower
@@ -295,8 +282,8 @@ def _triangular_solve(b: InsertingBuilder, op: ir.Operation, operands: list[Op])
     def flag(name):
         return ir.BoolAttr(op.attributes[name]).value
 
-    kind = str(op.attributes["transpose_a"]).split()[-1].rstrip(">")  # #stablehlo<transpose T>
-    return [_solve(a, rhs, flag("left_side"), flag("lower"), flag("unit_diagonal"), kind)]
+    return [_solve(a, rhs, flag("left_side"), flag("lower"), flag("unit_diagonal"),
+                   enum_attribute(op, "transpose_a"))]
 
 
 # -- fft: the interpreter aborts on c64, and computes odd-length IRFFTs wrongly -------------
@@ -304,16 +291,12 @@ def _triangular_solve(b: InsertingBuilder, op: ir.Operation, operands: list[Op])
 _WIDER = {"f32": T.f64, "c64": T.c128}
 
 
-def _fft_kind(op: ir.Operation) -> str:
-    return str(op.attributes["fft_type"]).split()[-1].rstrip(">")  # #stablehlo<fft_type FFT>
-
-
 def _interpreter_fft_fails(op: ir.Operation) -> bool:
     types = [mlir.shape_of_type(v.type).element_type.name
              for v in list(op.operands) + list(op.results)]
-    lengths = _attr_ints(op, "fft_length")
+    lengths = ints_attribute(op, "fft_length")
     return any(t in _WIDER for t in types) or (
-        _fft_kind(op) == "IRFFT" and bool(lengths) and lengths[-1] % 2 == 1)
+        enum_attribute(op, "fft_type") == "IRFFT" and bool(lengths) and lengths[-1] % 2 == 1)
 
 
 @register(INTERPRET, "stablehlo.fft",
@@ -323,7 +306,7 @@ def _fft(b: InsertingBuilder, op: ir.Operation, operands: list[Op]) -> list[Op]:
     """The FFT in double precision (c128, f64), converted back; an odd-length IRFFT as
     the real part of the inverse FFT of its Hermitian spectrum."""
     (x,) = operands
-    kind, lengths = _fft_kind(op), _attr_ints(op, "fft_length")
+    kind, lengths = enum_attribute(op, "fft_type"), ints_attribute(op, "fft_length")
     result = mlir.shape_of_type(op.results[0].type)
     if x.dtype.name in _WIDER:
         x = ops.convert_element_type(x, _WIDER[x.dtype.name])
@@ -356,7 +339,7 @@ def _result_type(op: ir.Operation, i: int = 0) -> T.Shape:
 
 @register(INTERPRET, "stablehlo.broadcast", "the interpreter has no implementation of it")
 def _broadcast(b: InsertingBuilder, op: ir.Operation, operands: list[Op]) -> list[Op]:
-    return [ops.broadcast(operands[0], _attr_ints(op, "broadcast_sizes"))]
+    return [ops.broadcast(operands[0], ints_attribute(op, "broadcast_sizes"))]
 
 
 @register(INTERPRET, "stablehlo.dot", "the interpreter has no implementation of it")
@@ -384,7 +367,7 @@ def _torch_index_select(b: InsertingBuilder, op: ir.Operation, operands: list[Op
     operand and index paired: operand.shape[:dim] + index.shape[batch_dims:] +
     operand.shape[dim + 1:], as a gather."""
     operand, index = operands
-    dim, batch = _attr_int(op, "dim"), _attr_int(op, "batch_dims")
+    dim, batch = int_attribute(op, "dim"), int_attribute(op, "batch_dims")
     rank, indexed = operand.shape.rank, index.shape.rank - batch
     offset = list(range(batch, dim)) + list(range(dim + indexed, rank - 1 + indexed))
     sizes = [1 if d == dim or d < batch else n for d, n in enumerate(operand.shape.dimensions)]

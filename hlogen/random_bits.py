@@ -16,7 +16,7 @@ from jaxlib.mlir import ir
 from hlogen import mlir, ops
 from hlogen import types as T
 from hlogen.builder import InsertingBuilder, Op
-from hlogen.rewrites import register
+from hlogen.rewrites import enum_attribute, register
 
 _U32, _U64 = T.u32, T.u64
 _MASK32 = 0xFFFFFFFF
@@ -151,11 +151,6 @@ def _philox(key: Op, low: Op, high: Op, dims: tuple, bits: int) -> tuple[Op, tup
     return ops.reshape(values, dims), _add_u128(low, high, _const(b, blocks, _U64))
 
 
-def _algorithm(op: ir.Operation) -> str:
-    text = str(op.attributes["rng_algorithm"])  # #stablehlo<rng_algorithm PHILOX>
-    return text.split()[-1].rstrip(">")
-
-
 @register("interpret", "stablehlo.rng_bit_generator",
           "the interpreter has no implementation of it (the spec leaves the bits to the "
           "implementation: XLA CPU's are the definition)")
@@ -165,7 +160,7 @@ def _rng_bit_generator(b: InsertingBuilder, op: ir.Operation, operands: list[Op]
     width = data.element_type.bits
     bits = 64 if width == 64 else 32  # narrower types take the low bits of 32
     key = _scalar(state, 0)
-    if _algorithm(op) == "THREE_FRY":
+    if enum_attribute(op, "rng_algorithm") == "THREE_FRY":
         values, counter = _threefry(key, _scalar(state, 1), data.dimensions, bits)
         new_state = ops.concatenate([ops.reshape(key, (1,)), ops.reshape(counter, (1,))], 0)
     else:  # PHILOX, and DEFAULT as XLA CPU expands it

@@ -22,8 +22,9 @@ from hlogen.runtime.arrays import leaf_shapes
 
 # Result element types the interpreter's attributes convert to numpy as they are.
 _READABLE = {"pred", "s8", "s16", "s32", "s64", "u8", "u16", "u32", "u64", "f16", "f32", "f64"}
-# How an unreadable leaf travels: as a wider type, or as (real, imag).
-_CARRIER = {"s4": "s8", "u4": "u8", "bf16": "f32", "f8e4m3fn": "f32", "f8e5m2": "f32"}
+# How an unreadable leaf travels: as a wider type, floats as their bits (NaN payloads
+# kept), or as (real, imag).
+_CARRIER = {"s4": "s8", "u4": "u8", "bf16": "u16", "f8e4m3fn": "u8", "f8e5m2": "u8"}
 
 
 class Prepared:
@@ -49,7 +50,8 @@ class Prepared:
             else:
                 out = np.asarray(next(it))
                 if how == "carrier":
-                    out = out.astype(leaf.dtype)
+                    out = out.view(leaf.dtype) if leaf.element_type.kind == T.FLOAT else \
+                        out.astype(leaf.dtype)
             flat.append(out)
         return flat
 
@@ -120,7 +122,9 @@ def _wrap(entry: Computation, read: list[str]) -> Computation:
         if how == "complex":
             results += [ops.real(leaf), ops.imag(leaf)]
         elif how == "carrier":
-            results.append(ops.convert_element_type(leaf, _CARRIER[leaf.dtype.name]))
+            carry = (ops.bitcast_convert_type if leaf.dtype.kind == T.FLOAT
+                     else ops.convert_element_type)
+            results.append(carry(leaf, _CARRIER[leaf.dtype.name]))
         else:
             results.append(leaf)
     return b.build(*results)
