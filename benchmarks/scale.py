@@ -1,0 +1,159 @@
+"""Scale: large modules made by jax, at about 1k, 10k and 100k lines, in one process.
+
+1. hlogen's own work on a loaded module, against MLIR's own parse of the same text:
+   the preflight (hlogen.preflight: structure, types, replicas, the backend's ops), the
+   signature (parameter and result shapes and names) and the semantics rewrites
+   (hlogen.semantics, what hlogen.runtime.execution.prepare runs besides MLIR's own
+   legalize pipeline). Target: at most 1.5x the parse at 100k lines, growing linearly
+   (the same time per line at every size). For reference, the table also gives all of
+   `hg.load` (parse included) and all of `prepare` (MLIR's pipeline and a clone
+   included) against the parse.
+2. Running an HLO dump (the text jax's `compiler_ir("hlo")` prints, as XLA dumps it
+   before optimizations): `hg.load` + `hg.compile` + one call, against jaxlib's own path
+   (HLO parser, HLO-to-StableHLO converter, PJRT compile, execute). Target: at most 1.10x.
+
+The modules: a chain of sin/multiply/add/maximum/subtract/where on f32[8] (jax's text,
+as `.lower(...).as_text()` prints it, where `where` is a private function called each
+time).
+"""
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+from jaxlib.mlir import ir  # noqa: E402
+
+import hlogen as hg  # noqa: E402
+from hlogen import mlir, preflight, semantics  # noqa: E402
+from hlogen.computation import Computation  # noqa: E402
+from hlogen.runtime import _jaxlib, execution, pjrt  # noqa: E402
+from _timing import machine  # noqa: E402
+
+# ops of the chain -> about 1k, 10k and 100k lines (StableHLO text: ~3 lines per op;
+# HLO text: ~2.5)
+STABLEHLO_OPS = {"1k": 333, "10k": 3333, "100k": 33333}
+HLO_OPS = {"1k": 400, "10k": 4000, "100k": 40000}
+REPEATS = {"1k": 9, "10k": 5, "100k": 3}
+RUN_REPEATS = {"1k": 5, "10k": 3, "100k": 2}
+X = np.linspace(-1, 1, 8, dtype=np.float32)
+
+
+def chain(n: int):
+    def f(x, y):
+        for i in range(n):
+            k = i % 4
+            if k == 0:
+                x = jnp.sin(x) * y
+            elif k == 1:
+                x = x + jnp.float32(i)
+            elif k == 2:
+                x = jnp.maximum(x, y) - y
+            else:
+                x = jnp.where(x > 0, x, -x)
+        return x
+    return jax.jit(f).lower(X, X)
+
+
+def own_work(module: ir.Module) -> None:
+    """What hlogen itself does to a parsed module between loading and compiling."""
+    preflight.check_module(module, "scale")
+    comp = Computation(module, "scale")
+    comp.signature()  # parameter and result shapes, names
+    preflight.check_replicas(module, 1, "scale")
+    semantics.rewrite_module(module)
+    semantics.explicit_replica_groups(module, 1)
+    preflight.check_backend(module, "pjrt", "scale")
+
+
+def _fresh_inventories():
+    preflight._inventories.clear()  # each repetition walks as a first load does
+
+
+def loaded_work(text: bytes, repeats: int) -> dict:
+    """Medians of: MLIR's parse, hlogen's own work, hg.load, prepare (rounds interleaved)."""
+    ctx = mlir.context()
+    samples = {"parse": [], "own": [], "load": [], "prepare": []}
+    for _ in range(repeats):
+        start = time.perf_counter()
+        module = ir.Module.parse(text, context=ctx)
+        samples["parse"].append(time.perf_counter() - start)
+        _fresh_inventories()
+        start = time.perf_counter()
+        own_work(module)
+        samples["own"].append(time.perf_counter() - start)
+        _fresh_inventories()
+        start = time.perf_counter()
+        comp = hg.load(text)
+        samples["load"].append(time.perf_counter() - start)
+        start = time.perf_counter()
+        execution.prepare(comp, for_interpreter=False)
+        samples["prepare"].append(time.perf_counter() - start)
+    return {k: statistics.median(v) for k, v in samples.items()}
+
+
+def run_paths(hlo_text: str, repeats: int) -> dict:
+    """Medians of running the HLO text once, by jaxlib's own path and by hlogen's."""
+    client = pjrt.client("cpu")
+    device = client.local_devices()[0]
+    expected = None
+
+    def jaxlib_path():
+        proto = _jaxlib.hlo_text_to_proto(hlo_text)
+        exe = _jaxlib.compile(client, _jaxlib.hlo_to_stablehlo(proto), [device])
+        args = [jax.device_put(X, device), jax.device_put(X, device)]
+        return np.asarray(_jaxlib.execute(exe, args, 1)[0])
+
+    def hlogen_path():
+        pjrt._cache.clear()  # compile every time, as jaxlib's path does
+        _fresh_inventories()
+        return hg.compile(hg.load(hlo_text))(X, X)
+
+    samples = {"jaxlib": [], "hlogen": []}
+    for _ in range(repeats):
+        for name, path in (("jaxlib", jaxlib_path), ("hlogen", hlogen_path)):
+            start = time.perf_counter()
+            out = path()
+            samples[name].append(time.perf_counter() - start)
+            if expected is None:
+                expected = out
+            np.testing.assert_allclose(out, expected, rtol=1e-5)
+    return {k: statistics.median(v) for k, v in samples.items()}
+
+
+def _lines(text) -> int:
+    return text.count(b"\n" if isinstance(text, bytes) else "\n")
+
+
+def main(sizes=("1k", "10k", "100k")):
+    print(f"## scale: hlogen's own work on a loaded jax module ({machine()})\n")
+    print("| lines | MLIR parse | hlogen's own work | own / parse | own per line | "
+          "hg.load / parse | prepare / parse |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for size in sizes:
+        text = chain(STABLEHLO_OPS[size]).as_text().encode()
+        m = loaded_work(text, REPEATS[size])
+        lines = _lines(text)
+        print(f"| {lines} | {m['parse'] * 1e3:.1f} ms | {m['own'] * 1e3:.1f} ms | "
+              f"{m['own'] / m['parse']:.2f}x (target <= 1.5x) | "
+              f"{m['own'] / lines * 1e6:.2f} us | {m['load'] / m['parse']:.2f}x | "
+              f"{m['prepare'] / m['parse']:.2f}x |", flush=True)
+    print(f"\n## scale: running an HLO dump, hlogen vs jaxlib's own path ({machine()})\n")
+    print("| HLO lines | jaxlib (parse, convert, compile, execute) | hlogen (load, compile, "
+          "call) | hlogen / jaxlib |")
+    print("| --- | --- | --- | --- |")
+    for size in sizes:
+        hlo_text = chain(HLO_OPS[size]).compiler_ir("hlo").as_hlo_text()
+        m = run_paths(hlo_text, RUN_REPEATS[size])
+        print(f"| {_lines(hlo_text)} | {m['jaxlib']:.3f} s | {m['hlogen']:.3f} s | "
+              f"{m['hlogen'] / m['jaxlib']:.3f}x (target <= 1.10x) |", flush=True)
+
+
+if __name__ == "__main__":
+    main(tuple(sys.argv[1:]) or ("1k", "10k", "100k"))
