@@ -87,19 +87,34 @@ def parse_module(data: bytes, where: str = "<text>") -> ir.Module:
         mlir.check_text(data, where)
     # diagnostics are collected, not printed: the error message carries them
     with mlir.collected_diagnostics() as messages:
+        module = None
         if bytecode:
             try:  # a portable artifact is VHLO bytecode; plain bytecode fails this
-                return _stablehlo.deserialize_portable_artifact(ctx, data)
+                module = _stablehlo.deserialize_portable_artifact(ctx, data)
             except Exception:
                 messages.clear()
-        try:
-            module = ir.Module.parse(data, context=ctx)
-        except ir.MLIRError as e:
-            raise InputError(_parse_error(e, where)) from None
-        except Exception as e:  # e.g. bytecode the reader rejects before any diagnostic
-            detail = "; ".join(messages) or f"{type(e).__name__}: {e}"
-            raise InputError(f"{where}: cannot read this module: {detail}") from None
+        if module is None:
+            try:
+                module = ir.Module.parse(data, context=ctx)
+            except ir.MLIRError as e:
+                raise InputError(_parse_error(e, where)) from None
+            except Exception as e:  # e.g. bytecode the reader rejects before any diagnostic
+                detail = "; ".join(messages) or f"{type(e).__name__}: {e}"
+                raise InputError(f"{where}: cannot read this module: {detail}") from None
+    if bytecode:
+        _check_strings(module, where)
     return module
+
+
+def _check_strings(module: ir.Module, where: str) -> None:
+    """Bytecode may hold names and strings that are not UTF-8 (text was checked whole):
+    every one is read as a Python string sooner or later (printing, fingerprints), and
+    that conversion fails; so it happens here, once."""
+    try:
+        module.operation.get_asm()
+    except RuntimeError as e:  # nanobind's conversion error
+        raise InputError(f"{where}: cannot read this module: it holds text that is not UTF-8 "
+                         f"({e})") from None
 
 
 def _check_utf8(data: bytes, where: str) -> None:
