@@ -143,8 +143,8 @@ def test_select_and_scatter_against_the_spec(case):
 # -- RngBitGenerator ---------------------------------------------------------------------------
 
 _STATE_WORDS = [("THREE_FRY", 2), ("PHILOX", 2), ("PHILOX", 3), ("DEFAULT", 2), ("DEFAULT", 3)]
-_BIT_TYPES = [hg.u8, hg.u16, hg.u32, hg.u64, hg.s8, hg.s32, hg.s64, hg.f16, hg.bf16, hg.f32,
-              hg.f64]
+_BIT_TYPES = [hg.u4, hg.s4, hg.u8, hg.u16, hg.u32, hg.u64, hg.s8, hg.s16, hg.s32, hg.s64,
+              hg.f8e4m3fn, hg.f8e5m2, hg.f16, hg.bf16, hg.f32, hg.f64]
 
 
 @pytest.mark.parametrize("algorithm,words", _STATE_WORDS)
