@@ -31,8 +31,7 @@ _TYPES = [np.float32, np.float64, np.complex64, np.complex128]
 _TOLERANCE = {np.float32: 2e-4, np.complex64: 2e-4, np.float64: 1e-10, np.complex128: 1e-10}
 
 
-# f64 and c128 as they are; no Shardy attributes (sdy.*, a dialect hlogen's context lacks)
-_EXPORT_CONFIG = {"jax_enable_x64": True, "jax_use_shardy_partitioner": False}
+_EXPORT_CONFIG = {"jax_enable_x64": True}  # f64 and c128 as they are
 
 
 @contextlib.contextmanager
