@@ -182,6 +182,23 @@ def test_rng_bit_generator_interpreter_chains_states():
     assert interpreted[1].tolist() != interpreted[2].tolist()
 
 
+def test_rewrites_inside_regions():
+    """An op in a loop body is rewritten in place: random bits drawn in a while loop."""
+    b = hg.Builder("loop")
+    state = b.parameter(hg.Shape(hg.u64, (2,)))
+
+    def body(i, s, total):
+        s, bits = ops.rng_bit_generator("PHILOX", s, hg.Shape(hg.u32, (4,)))
+        return ops.add(i, i.builder.constant(np.int32(1))), s, ops.add(total, bits)
+
+    _, _, total = ops.while_loop(
+        lambda i, s, total: ops.lt(i, i.builder.constant(np.int32(3))), body,
+        (b.constant(np.int32(0)), state, ops.broadcast(b.constant(np.uint32(0)), (4,))))
+    comp = b.build(total)
+    seed = np.array([5, 9], np.uint64)
+    assert run(comp, "interpret", seed).tobytes() == run(comp, "cpu", seed).tobytes()
+
+
 # -- Cholesky ----------------------------------------------------------------------------------
 
 _FLOATING = [np.float32, np.float64, np.complex64, np.complex128]
