@@ -3,13 +3,15 @@ expected outputs or the interpreter (--rtol/--atol), and where results are saved
 from __future__ import annotations
 
 import dataclasses
-import pathlib
+import io
 
+import click
 import numpy as np
 
 import hlogen as hg
 from hlogen import types as T
 from hlogen.errors import InputError
+from hlogen_cli import outputs
 
 
 def shape_of(array) -> str:
@@ -39,17 +41,21 @@ def check_expected_count(expected, result_leaves) -> None:
 
 
 def output_plan(specs, n_results: int):
-    """('npz', path) or ('npy', [path or None per result]) or None, checked before running."""
+    """('npz', path) or ('npy', [path or None per result]) or None, checked before running
+    (outputs.py's rule: folders that exist)."""
     if not specs:
         return None
     if len(specs) == 1 and specs[0].endswith(".npz") and not specs[0].startswith("@"):
-        return ("npz", pathlib.Path(specs[0]))
+        return ("npz", outputs.checked(specs[0], "--output"))
     paths = []
     for spec in specs:
         if spec == "-":
             paths.append(None)
+        elif spec == "@-":
+            raise InputError("--output @-: the results are printed on standard output already; "
+                             "save them to files (@out.npy, out.npz), or give - to skip one")
         elif spec.startswith("@") and len(spec) > 1:
-            paths.append(pathlib.Path(spec[1:]))
+            paths.append(outputs.checked(spec[1:], "--output"))
         else:
             raise InputError(f"--output {spec!r}: use out.npz (every result), or one @out.npy per "
                              f"result (- skips one)")
@@ -61,13 +67,12 @@ def output_plan(specs, n_results: int):
 def save_outputs(plan, flat, write, replicas: list[int] | None = None) -> None:
     """Writes the results as `plan` says; `replicas`: the replicas whose results lie
     along the leading dimension of each (None for one replica)."""
-    import io
-    import click
     if plan is None:
         return
     kind, where = plan
     of = (f" of replica{'s' if len(replicas) > 1 else ''} {', '.join(map(str, replicas))} "
           f"(along the first dimension)" if replicas else "")
+    flat = [_savable(a) for a in flat]
     buffer = io.BytesIO()
     if kind == "npz":
         np.savez(buffer, **{f"result_{i}": a for i, a in enumerate(flat)})
@@ -80,6 +85,15 @@ def save_outputs(plan, flat, write, replicas: list[int] | None = None) -> None:
             np.save(buffer, flat[i])
             write(path, buffer.getvalue())
             click.echo(f"saved result[{i}]{of} to {path}", err=True)
+
+
+def _savable(array: np.ndarray) -> np.ndarray:
+    """`array` as numpy can read it back: an ml_dtypes type as raw bytes of its width
+    (what np.save does for most of them; float8_e5m2 it would save as '<f1', which
+    np.load refuses). ml_dtypes reads it: np.load(f).view(ml_dtypes.bfloat16)."""
+    if array.dtype.type.__module__ == "ml_dtypes":
+        return array.view(np.dtype(f"V{array.dtype.itemsize}"))
+    return array
 
 
 @dataclasses.dataclass

@@ -6,20 +6,33 @@
     --input 2x3xf32=@x.bin        raw little-endian bytes, row-major
     --input f32=3.5               a scalar
     --input @x.npy                a numpy file
-    --input x.npz                 every array of an .npz file, in order (or by parameter name)
+    --input x.npz                 the arrays of an .npz file: keyed by parameter names
+                                  (each goes to its parameter), or arg0, arg1, ... for order
 Element types are XLA's names (f32, s32, pred, bf16, ...) or MLIR's (i32, i1, ui8, ...).
+Files may be pipes (`--input @<(cat x.npy)`): they are read once, whole.
+
+numpy saves the element types of ml_dtypes (bf16, the f8 types, int4) as raw bytes
+(`|V2`, `|V1`); such an array is read as the element type of the parameter it goes to,
+when that type has the same width.
 """
 from __future__ import annotations
 
+import io
 import pathlib
 import re
 
+import ml_dtypes
 import numpy as np
 
 import hlogen as hg
+from hlogen import types as T
 from hlogen.errors import InputError, ShapeError
 
 _LITERAL = re.compile(r"^(?:(\d+(?:x\d+)*)x)?([A-Za-z][A-Za-z0-9]*)=(.*)$", re.S)
+_ZIP_MAGIC = b"PK\x03\x04"  # an .npz is a zip file
+# names that mean "in order": arg0, arg1, ... (jax's and IREE's), arr_0, arr_1, ...
+# (what np.savez names arrays given without names)
+_ORDER_KEY = re.compile(r"(arg|arr_)(\d+)")
 
 
 def element_type_named(name: str) -> hg.ElementType:
@@ -42,13 +55,13 @@ def parse_literal(text: str) -> np.ndarray:
     if m.group(3).startswith("@"):
         return _raw_file(text, m.group(3)[1:], et, dims)
     raw = _values(text, m.group(3))
-    if len(raw) not in (1, size):
-        raise InputError(f"--input {text!r}: {hg.Shape(et, dims)} needs {size} values (or 1 to fill "
-                         f"it), got {len(raw)}")
-    try:
+    try:  # each value is read first: a typo is named, not counted
         values = [_number(v, et) for v in raw]
     except ValueError as e:
         raise InputError(f"--input {text!r}: {e}") from None
+    if len(raw) not in (1, size):
+        raise InputError(f"--input {text!r}: {hg.Shape(et, dims)} needs {size} values (or 1 to fill "
+                         f"it), got {len(raw)}")
     try:
         array = hg.types.as_array(values, et, what=f"--input {text!r}")
     except ShapeError as e:  # its message starts with the --input already
@@ -69,11 +82,16 @@ def _values(text: str, body: str) -> list[str]:
     return re.split(r"[\s,\[\]]+", body.strip(" \t\n[],")) if body.strip(" \t\n[],") else []
 
 
-def _raw_file(text: str, path: str, et, dims) -> np.ndarray:
+def _read(path: str, what: str) -> bytes:
+    """A file's bytes, read once (a pipe such as /dev/fd/63 cannot be read twice)."""
     try:
-        data = pathlib.Path(path).read_bytes()
+        return pathlib.Path(path).read_bytes()
     except OSError as e:
-        raise InputError(f"--input {text!r}: cannot read {path}: {e.strerror}") from None
+        raise InputError(f"{what}: cannot read {path}: {e.strerror}") from None
+
+
+def _raw_file(text: str, path: str, et, dims) -> np.ndarray:
+    data = _read(path, f"--input {text!r}")
     size = int(np.prod(dims, dtype=np.int64))
     if len(data) != size * et.dtype.itemsize:
         raise InputError(f"--input {text!r}: {hg.Shape(et, dims)} is {size * et.dtype.itemsize} "
@@ -81,52 +99,115 @@ def _raw_file(text: str, path: str, et, dims) -> np.ndarray:
     return np.frombuffer(data, et.dtype.newbyteorder("<")).reshape(dims).astype(et.dtype)
 
 
+_INTEGER_HINT = "a whole number such as 3, -3 or 0x10"
+
+
 def _number(text: str, et):
+    """One value of a literal as `et` holds it; ValueError names the value."""
     lowered = text.lower()
-    if et.kind == "pred":
-        if lowered in ("true", "false"):
-            return lowered == "true"
-        return bool(int(text))
+    if et.kind == T.PRED:
+        if lowered in ("true", "false", "1", "0"):
+            return lowered in ("true", "1")
+        raise ValueError(f"{text!r} is not a pred value: true, false, 1 or 0")
     if et.is_integer:
-        return int(text, 0)
-    if et.kind == "complex":
-        return complex(text.replace("i", "j"))
-    return float(text)
+        try:
+            return int(text, 0)
+        except ValueError:
+            raise ValueError(f"{text!r} is not {_INTEGER_HINT} ({et.name})") from None
+    try:
+        value = complex(text.replace("i", "j")) if et.kind == T.COMPLEX else float(text)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a number ({et.name})") from None
+    # 1e40 and 1e400 both overflow f32: both are refused alike (float() makes the
+    # second inf before any check could see it); inf itself is a value
+    real = ml_dtypes.finfo(et.dtype).dtype  # f32 for c64; bf16 for bf16
+    with np.errstate(all="ignore"):
+        wide = np.asarray((value.real, value.imag) if et.kind == T.COMPLEX else (value,))
+        kept = wide.astype(real)
+    if (~np.isfinite(kept) & ~np.isnan(wide)).any() and "inf" not in lowered:
+        raise ValueError(f"{text!r} is out of range of {et.name} (its largest finite value is "
+                         f"{float(ml_dtypes.finfo(real).max):g})")
+    return value
 
 
-def load_inputs(specs, names, option: str = "--input") -> list[np.ndarray]:
-    """Arrays for the computation's parameters (`names`) from the --input options
-    (or its results, for --expected-output)."""
-    arrays: list = []
+def load_inputs(specs, names, shapes, option: str = "--input") -> list[np.ndarray]:
+    """Arrays for the computation's parameters (`names`, `shapes`) from the --input
+    options (or its results, for --expected-output): value i goes to parameter
+    i mod len(shapes) (the forms of replicas.py); an .npz's array keyed by a name must
+    land on the parameter of that name."""
+    given: list = []  # (spec, the name it was keyed by or None, array)
     for spec in specs:
         try:
             if spec.startswith("@"):
-                arrays.append(_load_npy(spec[1:]))
+                given += [(spec, *pair) for pair in _load_numpy(spec[1:], spec, names, option)]
             elif spec.endswith(".npz") and "=" not in spec:
-                arrays.extend(_load_npz(spec, names))
+                given += [(spec, *pair) for pair in _load_numpy(spec, spec, names, option)]
             else:
-                arrays.append(parse_literal(spec))
+                given.append((spec, None, parse_literal(spec)))
         except InputError as e:  # the messages say --input: name the option given
             if option != "--input" and str(e).startswith("--input"):
                 raise InputError(option + str(e)[len("--input"):]) from None
             raise
-    return arrays
+    for i, (spec, name, _) in enumerate(given):
+        if name is not None and name != names[i % len(names)]:
+            raise InputError(f"{option} {spec}: its array {name!r} comes as value {i}, for "
+                             f"parameter {i % len(names)} {names[i % len(names)]!r}: give the "
+                             f"values in parameter order ({', '.join(names)}), or every one "
+                             f"in the .npz")
+    return [_typed(a, i, names, shapes, option) for i, (_, _, a) in enumerate(given)]
 
 
-def _load_npy(path: str) -> np.ndarray:
+def _load_numpy(path: str, spec: str, names, option: str) -> list[tuple]:
+    """(None, the array) of an .npy file, or (name or None, array) for each array of
+    an .npz file (by content: `@x.npz` is `x.npz`), matched to `names`."""
+    data = _read(path, f"{option} {spec}")
     try:
-        return np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as e:
-        raise InputError(f"--input @{path}: cannot read a .npy file: {e}") from None
+        if not data.startswith(_ZIP_MAGIC):
+            return [(None, np.load(io.BytesIO(data), allow_pickle=False))]
+        with np.load(io.BytesIO(data), allow_pickle=False) as npz:
+            arrays = {k: npz[k] for k in npz.files}
+    except (OSError, ValueError, EOFError) as e:
+        hint = (" (np.save writes float8_e5m2 arrays so, and np.load refuses them: save "
+                "x.view('V1') instead)" if "'<f1'" in str(e) else "")
+        raise InputError(f"{option} {spec}: cannot read a numpy (.npy or .npz) file: {e}"
+                         f"{hint}") from None
+    return _by_name(arrays, names, f"{option} {spec}")
 
 
-def _load_npz(path: str, names) -> list[np.ndarray]:
-    if not pathlib.Path(path).is_file():
-        raise InputError(f"--input {path}: no such file")
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            if set(names) <= set(data.files):  # keyed by parameter name
-                return [data[n] for n in names]
-            return [data[k] for k in data.files]
-    except (OSError, ValueError) as e:
-        raise InputError(f"--input {path}: cannot read an .npz file: {e}") from None
+def _by_name(arrays: dict, names, what: str) -> list[tuple]:
+    """An .npz's arrays as (name, array) in parameter order when its keys are parameter
+    names, or as (None, array) in the order of their keys arg0, arg1, ... (np.savez's
+    arr_0, arr_1, ... too); other keys are an error naming both sides."""
+    keys = list(arrays)
+    if keys and all(k in names for k in keys):
+        return [(n, arrays[n]) for n in names if n in arrays]
+    places = {}
+    for k in keys:
+        m = _ORDER_KEY.fullmatch(k)
+        if m:
+            places[int(m.group(2))] = arrays[k]
+    if keys and len(places) == len(keys) and sorted(places) == list(range(len(keys))):
+        return [(None, places[i]) for i in range(len(keys))]
+    unknown = [k for k in keys if k not in names]
+    raise InputError(f"{what}: its arrays are named {', '.join(keys) or '(none)'}; the names "
+                     f"wanted are {', '.join(names)} ({', '.join(unknown) or 'none'} "
+                     f"name{'s' if len(unknown) == 1 else ''} none of them): key the arrays by "
+                     f"these names, or arg0, arg1, ... for order (np.savez's arr_0, arr_1, ... "
+                     f"too)")
+
+
+def _typed(array, i: int, names, shapes, option: str):
+    """`array` as parameter i mod len(shapes) takes it: raw bytes (numpy's form of
+    ml_dtypes types, `|V2` for bf16) read as its element type when the widths agree."""
+    if not (isinstance(array, np.ndarray) and array.dtype.kind == "V" and
+            array.dtype.fields is None):
+        return array
+    k = i % len(shapes) if shapes else 0
+    shape = shapes[k] if shapes else None
+    width = array.dtype.itemsize
+    if isinstance(shape, T.Shape) and np.dtype(shape.dtype).itemsize == width:
+        return array.view(shape.dtype)
+    wanted = f"'{names[k]}' is {shape}" if shape is not None else "there is no such value"
+    raise InputError(f"{option} value {i}: raw {width}-byte data ({array.dtype.str}: how numpy "
+                     f"saves bf16, f8 and int4 arrays) is read as the element type of the value "
+                     f"it goes to, when that type is {width} byte(s) wide; {wanted}")

@@ -10,6 +10,10 @@ this process only watches it:
 - it starts the child at once, before importing anything heavy; the child reads
   and checks the module and the inputs (exit 2 before any backend starts), then
   imports jax, compiles and runs; nothing is parsed or imported twice;
+- the child imports what this installation holds, whatever the current folder has
+  (a clone named hlogen/, a numpy.py): its sys.path does not start with that folder;
+  it reads standard input when IN is `-`, and the pipes of process substitution
+  (`--input @<(cat x.npy)`, /dev/fd/N) are passed on to it;
 - it passes on what the child prints, in the order printed (the child's Python output
   and its status messages share one pipe, as frames; what native code prints goes to
   a file, of which the last line is quoted when the child dies);
@@ -26,9 +30,12 @@ process: there it exits normally, within a bounded time.
 from __future__ import annotations
 
 import codecs
+import importlib
 import io
 import json
 import os
+import re
+import resource
 import select
 import signal
 import subprocess
@@ -37,12 +44,20 @@ import tempfile
 import threading
 import time
 
+import click
+
+from hlogen_cli import reporting
 from hlogen_cli.progress import Progress
 
 _SHUTDOWN_SECONDS = 30  # how long a distributed child may take to leave jax's runtime
 # The child's one pipe to the parent carries frames: a tag, the payload's length (4 bytes,
 # big-endian), the payload.
 _STDOUT, _STDERR, _STATUS, _DONE = b"o", b"e", b"s", b"d"
+# The child: `python -m` and `-c` put the current folder ('') first on sys.path; it is
+# taken off before anything is imported (python -P does that from 3.11 only).
+_CHILD = ("import sys; sys.path[:] = [p for p in sys.path if p]; "
+          "from hlogen_cli import isolation; isolation.child(sys.argv[1])")
+_FD_PATH = re.compile(r"/(?:dev|proc/self)/fd/(\d+)")  # what process substitution passes
 
 
 def run_in_child(work: str, arguments: dict, file: str, timeout: float | None = None,
@@ -65,11 +80,13 @@ class _Watch:
                   "distributed": distributed, "pipe": child_end}
         env = dict(os.environ)
         env.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+        text = json.dumps(config)
+        reads_stdin = arguments.get("file") == "-"
         try:
             self._proc = subprocess.Popen(
-                [sys.executable, "-m", "hlogen_cli.isolation", json.dumps(config)],
-                stdin=subprocess.DEVNULL, stdout=self._stderr, stderr=self._stderr, env=env,
-                pass_fds=[child_end])
+                [sys.executable, "-c", _CHILD, text],
+                stdin=None if reads_stdin else subprocess.DEVNULL, stdout=self._stderr,
+                stderr=self._stderr, env=env, pass_fds=[child_end, *_open_fds_named(text)])
         finally:
             os.close(child_end)
         self._received = b""
@@ -165,8 +182,22 @@ class _Watch:
         return f"{who} {how} while {doing.get(status['phase'], 'reading')} {file}{last}"
 
 
+def _open_fds_named(text: str) -> list[int]:
+    """The open file descriptors that /dev/fd/N paths in `text` name (the child gets
+    them under the same numbers)."""
+    found = []
+    for n in sorted({int(m) for m in _FD_PATH.findall(text)}):
+        try:
+            os.fstat(n)
+            found.append(n)
+        except OSError:
+            pass  # not open: the child says the file is not there
+    return found
+
+
 def _failed(message: str) -> Exception:
-    from hlogen.errors import ExecutionError  # (imported when something failed only)
+    # here, not at the top: the parent's start-up needs no hlogen (only a failure does)
+    from hlogen.errors import ExecutionError
     return ExecutionError(message)
 
 
@@ -244,18 +275,17 @@ def _stream(tag: bytes) -> io.TextIOWrapper:
                             write_through=True)
 
 
-def _child(config: dict) -> None:
+def child(argument: str) -> None:
+    """The child's whole life: `argument` is the JSON config the parent made."""
     global _pipe
-    import resource
+    config = json.loads(argument)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a native abort leaves no core file
     _pipe = config["pipe"]
     sys.stdout, sys.stderr = _stream(_STDOUT), _stream(_STDERR)
-    import importlib
-    import click
-    from hlogen_cli import main
-    main._DEBUG["on"] = config["debug"]
+    reporting.DEBUG["on"] = config["debug"]
     module, _, function = config["work"].partition(":")
-    work = main.reports_errors(getattr(importlib.import_module(f"hlogen_cli.{module}"), function))
+    work = reporting.reports_errors(
+        getattr(importlib.import_module(f"hlogen_cli.{module}"), function))
     try:
         work(**config["arguments"])
         code = 0
@@ -268,9 +298,3 @@ def _child(config: dict) -> None:
     if config["distributed"]:
         sys.exit(code)  # jax's shutdown: a barrier of every process
     os._exit(code)  # everything is said: no teardown of jax
-
-
-if __name__ == "__main__":
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    from hlogen_cli import isolation  # the module the work imports, not this __main__
-    isolation._child(json.loads(sys.argv[1]))

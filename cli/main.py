@@ -10,48 +10,17 @@ cache, samples show) never import jax; run and compile import it in their child.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import os
-import pathlib
 import sys
-import traceback
 
 import click
 
+from hlogen_cli import isolation
+from hlogen_cli.options import RunOptions
+from hlogen_cli.progress import Progress
+from hlogen_cli.reporting import DEBUG, reports_errors
+
 FORMATS = {"text": ".mlir", "bytecode": ".mlirbc", "portable": ".portable.mlirbc"}
-_DEBUG = {"on": bool(os.environ.get("HLOGEN_DEBUG"))}
-
-
-def write_atomically(path, data: bytes) -> None:
-    from hlogen.files import write_atomically as write  # hlogen loads lazily (hlogen --help)
-    write(path, data)
-
-
-def reports_errors(command):
-    """Turns hlogen errors into a one-paragraph message and the contract's exit code;
-    anything else is an internal error (exit 1), with its traceback under --debug only."""
-    @functools.wraps(command)
-    def wrapper(*args, **kwargs):
-        try:
-            return command(*args, **kwargs)
-        except click.exceptions.ClickException:
-            raise
-        except BrokenPipeError:  # the reader left (hlogen emit ... | head): nothing to say
-            sys.stdout = open(os.devnull, "w")  # (so that the final flush does not fail too)
-            sys.exit(1)
-        except Exception as e:
-            from hlogen.errors import ExecutionError, HlogenError
-            if _DEBUG["on"]:
-                traceback.print_exc()
-            if isinstance(e, HlogenError):
-                click.echo(f"error: {e}", err=True)
-                sys.exit(1 if isinstance(e, ExecutionError) else 2)
-            detail = str(e).strip().splitlines()
-            click.echo(f"internal error: {type(e).__name__}: {detail[-1] if detail else ''}"
-                       + ("" if _DEBUG["on"] else " (hlogen --debug ... shows the traceback)"),
-                       err=True)
-            sys.exit(1)
-    return wrapper
 
 
 class _Group(click.Group):
@@ -59,7 +28,11 @@ class _Group(click.Group):
     module imports hlogen, which `hlogen --help` does not need)."""
 
     _LAZY = {"check": ("hlogen_cli.check", "check",
-                       "Run StableHLO conformance files (PATHS: files or directories of .mlir)...")}
+                       "Run StableHLO conformance files (PATHS: files or directories of .mlir)..."),
+             "graph": ("hlogen_cli.graph", "graph",
+                       "Draw a module as a graph: DOT, SVG or one HTML page."),
+             "view": ("hlogen_cli.graph", "view",
+                      "Open a module in Model Explorer (the extra hlogen[view]).")}
 
     def list_commands(self, ctx):
         return [*self.commands, *[n for n in self._LAZY if n not in self.commands]]
@@ -67,7 +40,7 @@ class _Group(click.Group):
     def get_command(self, ctx, name):
         if name in self._LAZY and name not in self.commands:
             module, attribute, _ = self._LAZY[name]
-            import importlib
+            import importlib  # here, not at the top: start-up (only `check` needs it)
             self.add_command(getattr(importlib.import_module(module), attribute), name)
         return super().get_command(ctx, name)
 
@@ -95,8 +68,7 @@ def main(debug):
     Exit status: 0 success, 1 a run or check failed, 2 bad input.
     Shell completion: eval "$(hlogen completion bash)" (or zsh, fish).
     """
-    if debug:
-        _DEBUG["on"] = True
+    DEBUG["on"] = debug or bool(os.environ.get("HLOGEN_DEBUG"))  # per call (tests call main)
 
 
 # -- emit ---------------------------------------------------------------------------------
@@ -121,10 +93,10 @@ def main(debug):
 def emit(files, function_name, output, fmt, target_version, pipeline, force):
     """Turn each @hg.function of Python FILEs into a StableHLO artifact (a progress bar
     on a terminal when there are several)."""
+    # here, not at the top: start-up (`hlogen --help` and run's parent need no hlogen)
     import hlogen as hg
-    from hlogen.errors import HlogenError
-    from hlogen_cli import sources
-    from hlogen_cli.progress import Progress
+    from hlogen.errors import HlogenError  # (start-up, as above)
+    from hlogen_cli import outputs, sources  # (start-up, as above: they import hlogen)
     if target_version and fmt != "portable":
         raise HlogenError("--target-version applies to --format portable only")
     if function_name is not None and len(files) > 1:
@@ -142,16 +114,26 @@ def emit(files, function_name, output, fmt, target_version, pipeline, force):
     if output == "-" and len(functions) > 1:
         raise HlogenError(f"-o - writes one function; {what} define {len(functions)}: choose "
                           f"with --function")
-    paths = [_output_path(output, name, FORMATS[fmt], several=len(functions) > 1)
-             for _, name, _ in functions] if output != "-" else []
+    for _, _, fn in functions:
+        fn.computation  # raises the error of a function that cannot be traced: nothing written yet
+    if output is not None and output != "-" and \
+            (len(functions) > 1 or output.endswith(os.sep) or os.path.isdir(output)):
+        folder = outputs.folder(output, "-o", f"{what} define{'s' if len(files) == 1 else ''} "
+                                f"{len(functions)} functions, each written to a file of its own "
+                                f"in the folder -o names (or choose one with --function)"
+                                if len(functions) > 1 else "a name ending in / is a folder")
+        paths = [outputs.checked(str(folder / f"{name}{FORMATS[fmt]}"), "-o", force)
+                 for _, name, _ in functions]
+    elif output != "-":
+        paths = [outputs.checked(output or f"{name}{FORMATS[fmt]}", "-o", force)
+                 for _, name, _ in functions]
+    else:
+        paths = []
     for path in dict.fromkeys(paths):  # refused before anything is written
         sharing = [f"{file}:{name}" for (file, name, _), p in zip(functions, paths) if p == path]
         if len(sharing) > 1:
             raise HlogenError(f"{', '.join(sharing)} would all be written to {path}: emit them "
                               f"one file at a time, to different -o directories")
-        if path.exists() and not force:
-            raise HlogenError(f"{path} exists: hlogen emit does not overwrite files; "
-                              f"pass --force to allow it (or choose another -o)")
     for k, (file, name, fn) in enumerate(functions):
         progress.count("emitting", k, len(functions))
         comp = hg.passes.run(fn.computation, pipeline) if pipeline else fn.computation
@@ -161,7 +143,7 @@ def emit(files, function_name, output, fmt, target_version, pipeline, force):
             sys.stdout.buffer.write(data)
             sys.stdout.flush()
             continue
-        write_atomically(paths[k], data)
+        outputs.write(paths[k], data)
         click.echo(f"{paths[k]}: {comp.signature()}")
 
 
@@ -173,38 +155,43 @@ def _serialized(comp, fmt, target_version) -> bytes:
     return comp.to_portable(target_version)
 
 
-def _output_path(output, name, suffix, several) -> pathlib.Path:
-    if output is None:
-        return pathlib.Path(f"{name}{suffix}")
-    out = pathlib.Path(output)
-    if several or out.is_dir() or output.endswith(os.sep):
-        return out / f"{name}{suffix}"
-    return out
-
-
 # -- opt ----------------------------------------------------------------------------------
 
-@main.command()
+class _PipelinesHelp(click.Command):
+    """A command whose help ends with what each named pipeline runs, read from
+    hlogen.passes when the help is shown."""
+
+    def format_epilog(self, ctx, formatter):
+        from hlogen import passes  # here, not at the top: start-up (only this help reads it)
+        rows = [(name, pipeline) for name, pipeline in passes.PIPELINES.items()]
+        rows += [(name, "hlogen's rewrites to XLA's semantics (hlogen.semantics), which every "
+                        "execution path applies after legalize") for name in passes.REWRITES]
+        with formatter.section("Named pipelines"):
+            formatter.write_dl(rows)
+
+
+@main.command(cls=_PipelinesHelp)
 @click.argument("file", metavar="IN", type=click.Path(dir_okay=False, allow_dash=True))
 @click.option("--pipeline", metavar="P", default=None,
-              help="Named pipelines, comma-separated: legalize, canonicalize, default, "
-                   "xla-semantics (default: default).")
+              help="Named pipelines, comma-separated (default: default; each is listed below).")
 @click.option("--mlir-pipeline", metavar="'builtin.module(...)'",
               help="A raw MLIR pass pipeline, run as it is.")
 @click.option("--format", "fmt", type=click.Choice(list(FORMATS)), default="text", show_default=True,
               help="Output format.")
 @click.option("--target-version", metavar="V", help="StableHLO version of a portable artifact.")
 @click.option("-o", "--output", metavar="OUT", default="-", show_default=True,
-              help="Output file, or - for standard output.")
+              help="Output file (in a folder that exists), or - for standard output.")
+@click.option("--force", is_flag=True, help="Overwrite the output file if it exists.")
 @click.option("--print-ir-after-all", is_flag=True,
               help="Print the module after each pass to standard error.")
 @reports_errors
-def opt(file, pipeline, mlir_pipeline, fmt, target_version, output, print_ir_after_all):
+def opt(file, pipeline, mlir_pipeline, fmt, target_version, output, force, print_ir_after_all):
     """Run a pass pipeline on IN (StableHLO text, bytecode or a portable artifact; - reads
     standard input) and write the result."""
+    # here, not at the top: start-up (`hlogen --help` and run's parent need no hlogen)
     from hlogen import passes
-    from hlogen.errors import HlogenError
-    from hlogen_cli import sources
+    from hlogen.errors import HlogenError  # (start-up, as above)
+    from hlogen_cli import outputs, sources  # (start-up, as above: they import hlogen)
     if pipeline and mlir_pipeline:
         raise HlogenError("--pipeline and --mlir-pipeline: give one of them")
     if target_version and fmt != "portable":
@@ -214,6 +201,7 @@ def opt(file, pipeline, mlir_pipeline, fmt, target_version, output, print_ir_aft
                           f"'builtin.module(' (named pipelines go to --pipeline)")
     chosen = mlir_pipeline or pipeline or "default"
     passes.steps(chosen)  # a bad name is refused before standard input is read
+    path = outputs.checked(output, "-o", force) if output != "-" else None
     comp = sources.load_mlir(file)
     steps = sources.single_passes(chosen) if print_ir_after_all else [chosen]
     for name in steps:
@@ -221,24 +209,29 @@ def opt(file, pipeline, mlir_pipeline, fmt, target_version, output, print_ir_aft
         if print_ir_after_all:
             click.echo(f"// -----// IR Dump After {name} //----- //\n{comp.as_text()}", err=True)
     data = _serialized(comp, fmt, target_version)
-    if output == "-":
+    if path is None:
         sys.stdout.buffer.write(data)
         sys.stdout.flush()
     else:
-        write_atomically(pathlib.Path(output), data)
+        outputs.write(path, data)
         click.echo(f"{output}: {comp.signature()}", err=True)
 
 
 # -- run ----------------------------------------------------------------------------------
 
 _VALUE_HELP = ("2x3xf32=1,2,3,4,5,6, \"2x3xf32=[1 2 3][4 5 6]\", 2x3xf32=0 (a splat), f32=3.5 "
-               "(a scalar), 2x3xf32=@raw.bin, @x.npy, or x.npz (all its arrays, by name or in order)")
+               "(a scalar), 2x3xf32=@raw.bin, @x.npy, or x.npz (all its arrays: keyed by "
+               "parameter name, or arg0, arg1, ... for order). Files may be pipes (@<(...)). "
+               "Arrays of ml_dtypes types (bf16, f8, int4), which numpy saves as raw |V2 or "
+               "|V1, are read as the element type of their parameter")
+
 
 
 @main.command()
-@click.argument("file", metavar="IN.mlir|FILE.py", type=click.Path(dir_okay=False))
+@click.argument("file", metavar="IN", type=click.Path(dir_okay=False, allow_dash=True))
 @click.option("--function", "function_name", metavar="NAME",
-              help="The @hg.function of a .py FILE (default: its only one); MLIR files run @main.")
+              help="The @hg.function of a .py file (default: its only one), or the public "
+                   "function of a module (default: main).")
 @click.option("--input", "input_specs", multiple=True, metavar="VALUE",
               help="One per parameter, in order: " + _VALUE_HELP + ". With --replicas N: one "
                    "per parameter, the same on every replica or with a leading dimension of N "
@@ -277,18 +270,26 @@ _VALUE_HELP = ("2x3xf32=1,2,3,4,5,6, \"2x3xf32=[1 2 3][4 5 6]\", 2x3xf32=0 (a sp
                    "long to wait for the other processes (default: no limit; 60 s for them).")
 @click.option("--output", "output_specs", multiple=True, metavar="OUT",
               help="out.npz (every result: result_0, result_1, ...), or one @out.npy per result "
-                   "in order (- skips a result). With --replicas, each has a leading replica "
-                   "dimension (this process's replicas, in order).")
+                   "in order (- skips a result), in folders that exist. With --replicas, each "
+                   "has a leading replica dimension (this process's replicas, in order). numpy "
+                   "saves bf16, f8 and int4 results as raw bytes: read them with ml_dtypes, "
+                   "np.load(f).view(ml_dtypes.bfloat16) (.npz: np.load(f)['result_0'].view(...)).")
 @click.option("--repeat", type=click.IntRange(min=1), default=1, show_default=True,
               help="Run N times and report min/median/max time per call (stderr).")
 @click.option("--no-cache", is_flag=True, help="Compile even when the executable cache has it.")
 @click.option("-v", "--verbose", is_flag=True,
               help="Report compile time and what the executable cache did (stderr).")
+@click.option("--profile", metavar="DIR", type=click.Path(file_okay=False),
+              help="Trace the compile and the runs with jax's profiler into DIR (a Perfetto "
+                   "trace and TensorBoard's XPlane) and print the top ops or fusions by time, "
+                   "with their share (stderr).")
 @reports_errors
 def run(file, function_name, **options):
-    """Compile and run a computation from IN (.mlir in any format, or a .py file of
-    @hg.function definitions) and print its results."""
-    from hlogen_cli.run import RunOptions
+    """Compile and run a computation and print its results.
+
+    IN: a module (.mlir text, bytecode or portable artifact; - reads standard input), a
+    compiled file (hlogen compile -o: run without compiling), or a .py file of
+    @hg.function definitions."""
     if options["replicas"] is None:
         options["replicas"] = options["num_processes"]
     run_options = RunOptions(**options)
@@ -301,8 +302,7 @@ def run(file, function_name, **options):
 def _in_child(work: str, arguments: dict, file: str, timeout=None, distributed=False) -> None:
     """Does `work` (hlogen_cli.run) in a child process (isolation.py) and exits with
     its status."""
-    from hlogen_cli import isolation
-    code = isolation.run_in_child(work, arguments, file, timeout, distributed, _DEBUG["on"])
+    code = isolation.run_in_child(work, arguments, file, timeout, distributed, DEBUG["on"])
     if code:
         sys.exit(code)
 
@@ -310,25 +310,34 @@ def _in_child(work: str, arguments: dict, file: str, timeout=None, distributed=F
 # -- compile ------------------------------------------------------------------------------
 
 @main.command(name="compile")
-@click.argument("file", metavar="IN.mlir|FILE.py", type=click.Path(dir_okay=False))
+@click.argument("file", metavar="IN", type=click.Path(dir_okay=False, allow_dash=True))
 @click.option("--function", "function_name", metavar="NAME",
-              help="The @hg.function of a .py FILE (default: its only one).")
+              help="The @hg.function of a .py file (default: its only one), or the public "
+                   "function of a module (default: main).")
 @click.option("--backend", type=click.Choice(["cpu", "gpu"]), default=None,
               help="PJRT backend (default: jax's default device).")
-@click.option("-o", "--output", metavar="OUT",
-              help="Write XLA's serialized executable (for this jaxlib and device kind).")
+@click.option("-o", "--output", metavar="OUT.hlx",
+              help="Write a compiled file: the module and XLA's executable, which hlogen run "
+                   "OUT.hlx runs without compiling, with this jaxlib on this backend and kind "
+                   "of device (it refuses others).")
 @click.option("--hlo", is_flag=True, help="Print XLA's optimized HLO (the default without -o or --cost).")
 @click.option("--cost", is_flag=True, help="Print XLA's cost analysis: flops, bytes accessed, ...")
+@click.option("--memory", is_flag=True,
+              help="Print XLA's memory analysis: arguments, outputs, temporaries, generated code.")
 @click.option("--no-cache", is_flag=True, help="Compile even when the executable cache has it.")
 @click.option("-v", "--verbose", is_flag=True, help="Report compile time and what the cache did.")
 @reports_errors
-def compile_command(file, function_name, backend, output, hlo, cost, no_cache, verbose):
-    """Compile IN with XLA: its optimized HLO, its serialized executable, its cost analysis."""
-    if not (output or cost):
+def compile_command(file, function_name, backend, output, hlo, cost, memory, no_cache, verbose):
+    """Compile IN with XLA: its optimized HLO, a compiled file, its cost analysis.
+
+    IN: a module (.mlir text, bytecode or portable artifact; - reads standard input) or
+    a .py file of @hg.function definitions."""
+    if not (output or cost or memory):
         hlo = True
     _in_child("run:compile_module", {"file": file, "function_name": function_name,
                                      "backend": backend, "output": output, "hlo": hlo,
-                                     "cost": cost, "no_cache": no_cache, "verbose": verbose}, file)
+                                     "cost": cost, "no_cache": no_cache, "verbose": verbose,
+                                     "memory": memory}, file)
 
 
 # -- cache --------------------------------------------------------------------------------
@@ -339,7 +348,7 @@ def cache():
 
 
 def _jaxlib_version() -> str:
-    import importlib.metadata
+    import importlib.metadata  # here, not at the top: start-up (cache commands only)
     return importlib.metadata.version("jaxlib")
 
 
@@ -347,7 +356,7 @@ def _jaxlib_version() -> str:
 @reports_errors
 def info():
     """Where the cache is, and how many entries it holds (valid, stale, corrupt)."""
-    from hlogen.runtime.cache import ExecutableCache
+    from hlogen.runtime.cache import ExecutableCache  # here, not at the top: start-up
     store = ExecutableCache()
     entries = store.entries(_jaxlib_version())
     click.echo(f"directory: {store.directory}")
@@ -362,7 +371,7 @@ def info():
 @reports_errors
 def clear(invalid_only):
     """Remove the cached executables."""
-    from hlogen.runtime.cache import ExecutableCache
+    from hlogen.runtime.cache import ExecutableCache  # here, not at the top: start-up
     store = ExecutableCache()
     removed = store.clear(only_invalid=invalid_only, jaxlib_version=_jaxlib_version())
     click.echo(f"removed {removed} entr{'y' if removed == 1 else 'ies'} from {store.directory}")
@@ -374,8 +383,9 @@ def clear(invalid_only):
 @reports_errors
 def devices():
     """List the backends and devices hlogen can run on."""
+    # here, not at the top: start-up (`hlogen --help` and run's parent need no jax)
     from hlogen.errors import HlogenError
-    from hlogen.runtime import pjrt
+    from hlogen.runtime import pjrt  # (start-up, as above)
     for platform in ("cpu", "gpu"):
         try:
             client = pjrt.client(platform)
@@ -395,9 +405,12 @@ def devices():
 def samples(ctx):
     """The sample computations (samples/*.py): list them, show one, run one."""
     if ctx.invoked_subcommand is None:
+        # here, not at the top: start-up (`hlogen --help` and run's parent need no hlogen)
         from hlogen_cli import samples as sample_files
-        for name, doc in sample_files.listing():
-            click.echo(f"{name:32} {doc}")
+        rows = sample_files.listing()
+        width = max(len(name) for name, _ in rows)
+        for name, doc in rows:
+            click.echo(f"{name:{width}}  {doc}")
 
 
 @samples.command(name="show")
@@ -406,6 +419,7 @@ def samples(ctx):
 def samples_show(name):
     """Show sample NAME (FILE.FUNCTION, or FUNCTION when it is unique): its signature,
     its description and its StableHLO."""
+    # here, not at the top: start-up (`hlogen --help` and run's parent need no hlogen)
     from hlogen_cli import samples as sample_files
     path, _, fn = sample_files.find(name)
     click.echo(f"// {path}: {fn.computation.signature()}")
@@ -428,7 +442,7 @@ def samples_run(name, backend):
 @click.argument("shell", type=click.Choice(["bash", "zsh", "fish"]))
 def completion(shell):
     """Print the shell completion script: eval "$(hlogen completion bash)"."""
-    from click.shell_completion import get_completion_class
+    from click.shell_completion import get_completion_class  # here: start-up (rarely used)
     cls = get_completion_class(shell)
     click.echo(cls(main, {}, "hlogen", "_HLOGEN_COMPLETE").source())
 

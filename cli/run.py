@@ -1,116 +1,50 @@
 """The work of `hlogen run`, `hlogen compile` and `hlogen samples run`, done in the
 child process that isolation.py watches: read and check the module and the inputs
 (exit 2 before any backend starts), join the distributed runtime, compile (through
-the executable cache), run, print, compare, save.
-
-`RunOptions` is what `hlogen run` was asked; its `check` runs in the parent, before
-the child starts.
+the executable cache, or from a compiled file), run, print, compare, save.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import re
+import statistics
+import sys
+import time
 
 import click
+import numpy as np
 
-from hlogen_cli import isolation
+import hlogen as hg
+from hlogen.errors import ExecutionError, HlogenError, InputError
+from hlogen.runtime.arrays import flatten_arguments, leaf_shapes
+from hlogen.runtime.cache import ExecutableCache
+from hlogen_cli import compare, compiled as compiled_files, inputs, isolation, outputs, \
+    replicas, samples, sources
+from hlogen_cli.options import RunOptions
 
-
-@dataclasses.dataclass
-class RunOptions:
-    input_specs: tuple = ()
-    backend: str | None = None
-    check_interpret: bool = False
-    explain: bool = False
-    expected_specs: tuple = ()
-    rtol: float = 1e-5
-    atol: float = 1e-6
-    replicas: int = 1
-    num_processes: int = 1
-    process_id: int = 0
-    coordinator: str | None = None
-    timeout: float | None = None
-    output_specs: tuple = ()
-    repeat: int = 1
-    no_cache: bool = False
-    verbose: bool = False
-
-    @property
-    def is_distributed(self) -> bool:
-        return self.num_processes > 1 or self.coordinator is not None
-
-    def check(self) -> None:
-        """Refuses options that do not go together (HlogenError: exit 2), naming them."""
-        n, p = self.replicas, self.num_processes
-        refusals = [
-            (self.explain and not self.check_interpret,
-             "--explain needs --check-interpret (it explains a difference between PJRT and "
-             "the interpreter)"),
-            (self.check_interpret and self.backend == "interpret",
-             "--check-interpret compares a PJRT backend with the interpreter: choose --backend "
-             "cpu or gpu (or none)"),
-            (self.explain and n > 1, f"--explain follows one replica: not with --replicas {n}"),
-            (p > 1 and self.coordinator is None,
-             f"--num-processes {p} needs --coordinator HOST:PORT (where process 0 serves jax's "
-             f"distributed runtime; every process gives the same)"),
-            (self.process_id >= p,
-             f"--process-id {self.process_id} is out of range: --num-processes {p} numbers "
-             f"the processes 0..{p - 1}"),
-            (p == 1 and self.coordinator is not None,
-             "--coordinator needs --num-processes P (2 or more): the processes that meet there"),
-            (self.coordinator is not None and not _is_host_port(self.coordinator),
-             f"--coordinator {self.coordinator!r}: expected HOST:PORT, e.g. localhost:12345"),
-            (self.coordinator is not None and _is_host_port(self.coordinator) and
-             not 0 < int(self.coordinator.rpartition(":")[2]) < 65536,
-             f"--coordinator {self.coordinator!r}: the port must be in 1..65535"),
-            (n % p != 0,
-             f"--replicas {n} cannot be shared by --num-processes {p}: each process runs as "
-             f"many replicas (give a multiple of {p})"),
-            (self.is_distributed and self.backend == "interpret",
-             "--backend interpret runs every replica in one process: not with --num-processes "
-             "or --coordinator"),
-            (self.is_distributed and self.check_interpret,
-             "--check-interpret needs every replica's inputs in one process (the interpreter "
-             "runs them all): not with --num-processes or --coordinator"),
-        ]
-        for refused, message in refusals:
-            if refused:
-                from hlogen.errors import HlogenError  # (imported when refused only)
-                raise HlogenError(message)
-
-    def join_arguments(self, elapsed: float) -> dict:
-        """hg.distributed.initialize's arguments, `elapsed` seconds into the command: the
-        wait for the other processes ends before --timeout does, so that its failure is
-        the one reported (else it is the library's 60 s)."""
-        wait = max(1, int(self.timeout - elapsed - 0.5)) if self.timeout else 60
-        return {"coordinator": self.coordinator, "num_processes": self.num_processes,
-                "process_id": self.process_id, "timeout_seconds": wait}
-
-
-def _is_host_port(text: str) -> bool:
-    host, _, port = text.rpartition(":")
-    return bool(host) and port.isdigit()
-
-
-# -- in the child -----------------------------------------------------------------------------
 
 def run(file: str, function_name: str | None, options: dict, default_inputs=None) -> None:
     """`hlogen run`: exit 2 for bad input (before the backend starts), 1 when a result
     differs from the interpreter's or the expected one. `default_inputs(comp)`: the
     arguments when no --input is given (`hlogen samples run`)."""
-    import sys
-    import numpy as np
-    from hlogen.runtime.arrays import leaf_shapes
-    from hlogen_cli import compare, replicas, sources
     o = RunOptions(**options)
-    comp = sources.computation_from(file, function_name)
+    comp, from_file = sources.module_source(file, function_name)
     local = replicas.local_replicas(o.replicas, o.num_processes, o.process_id)
     per_replica_args = _arguments(comp, o, local, default_inputs)
     expected = _expected(comp, o, local)
-    outputs = compare.output_plan(o.output_specs, len(leaf_shapes(comp.result_shapes)))
+    plan = compare.output_plan(o.output_specs, len(leaf_shapes(comp.result_shapes)))
     if o.is_distributed:
         _join(o.join_arguments(isolation.elapsed()))
-    backends = [o.backend] + (["interpret"] if o.check_interpret else [])
-    runs = [_run_on(comp, b, per_replica_args, local, o) for b in backends]
+    backends = [o.backend or (from_file and from_file.backend)] + \
+        (["interpret"] if o.check_interpret else [])
+    if o.profile and backends[0] == "interpret":
+        raise InputError("--profile traces XLA's compile and runs; the interpreter has no trace")
+    # --profile DIR: jax's trace of the compile and the runs (the interpreter's left out)
+    from hlogen.runtime import profile  # here, not at the top: start-up (it imports jax)
+    with profile.trace(o.profile) if o.profile else contextlib.nullcontext() as traced:
+        runs = [_run_on(comp, backends[0], per_replica_args, local, o, from_file)]
+    runs += [_run_on(comp, b, per_replica_args, local, o, from_file) for b in backends[1:]]
     got = runs[0]["results"]
     for r, results in zip(local, got):
         for i, array in enumerate(results):
@@ -118,13 +52,16 @@ def run(file: str, function_name: str | None, options: dict, default_inputs=None
             click.echo(np.array2string(np.asarray(array), threshold=1000))
     for run_info in runs:
         _report(run_info, o)
-    compare.save_outputs(outputs, replicas.stacked(got, o.replicas), _write,
+    if o.profile:
+        click.echo(profile.report(traced, runs[0]["executable"]), err=True)
+    compare.save_outputs(plan, replicas.stacked(got, o.replicas), outputs.write,
                          local if o.replicas > 1 else None)
     failed = False
     if o.check_interpret:
         failed |= not _compared(got, runs[1]["results"], local, o,
                                 f"{runs[0]['backend']} vs interpret: ", "interpret")
         if failed and o.explain:
+            # it imports jax: here, not at the top, for the child's start-up (see compiled)
             from hlogen.conformance import first_divergence
             isolation.status("explain")
             found = first_divergence(comp, per_replica_args[0], backend=o.backend or "cpu",
@@ -139,11 +76,8 @@ def run(file: str, function_name: str | None, options: dict, default_inputs=None
 def _arguments(comp, o: RunOptions, local: list, default_inputs) -> list:
     """The leaf arrays of each local replica's arguments, from --input (replicas.py's
     forms), checked against the parameters."""
-    from hlogen.errors import InputError
-    from hlogen.runtime.arrays import flatten_arguments
-    from hlogen_cli import compare, inputs, replicas
     given = default_inputs(comp) if default_inputs else \
-        inputs.load_inputs(o.input_specs, comp.parameter_names)
+        inputs.load_inputs(o.input_specs, comp.parameter_names, comp.parameter_shapes)
     if o.replicas == 1:
         compare.check_count(comp, given)
     per_replica = replicas.split(given, comp.parameter_shapes, comp.parameter_names, o.replicas,
@@ -160,11 +94,9 @@ def _arguments(comp, o: RunOptions, local: list, default_inputs) -> list:
 
 def _expected(comp, o: RunOptions, local: list) -> list:
     """Each local replica's expected results (--expected-output), or []."""
-    from hlogen.runtime.arrays import leaf_shapes
-    from hlogen_cli import compare, inputs, replicas
     leaves = leaf_shapes(comp.result_shapes)
     names = [f"result_{i}" for i in range(len(leaves))]
-    expected = inputs.load_inputs(o.expected_specs, names, option="--expected-output")
+    expected = inputs.load_inputs(o.expected_specs, names, leaves, option="--expected-output")
     if not expected:
         return []
     if o.replicas == 1:
@@ -173,15 +105,8 @@ def _expected(comp, o: RunOptions, local: list) -> list:
                           f"{comp.name} has {len(leaves)} result(s)")
 
 
-def _write(path, data: bytes) -> None:
-    from hlogen.files import write_atomically
-    write_atomically(path, data)
-
-
 def _join(arguments: dict) -> None:
     """Joins jax's distributed runtime; not getting there is a failed run (exit 1)."""
-    import hlogen as hg
-    from hlogen.errors import ExecutionError, HlogenError
     isolation.status("join", **arguments)
     try:
         hg.distributed.initialize(**arguments)
@@ -190,27 +115,68 @@ def _join(arguments: dict) -> None:
                              f"{arguments['num_processes']}: {e}") from None
 
 
-def compiled(comp, backend: str | None, no_cache: bool, num_replicas: int = 1):
-    """An executable for `backend` ("interpret" included), through the persistent
-    executable cache unless `no_cache`; its `cache_outcome` and `compile_seconds` say
-    what the cache did and how long it took."""
-    import hlogen as hg
+class _Cache(ExecutableCache):
+    """The executable cache, telling whether what it was given to store was stored (a
+    cache folder that cannot be written is skipped: the run does not depend on it), and
+    keeping what it loaded: serializing an executable that XLA deserialized loses its
+    compiled kernels (this jaxlib's CPU client), so a compiled file takes these bytes."""
+
+    stored = None
+    loaded = None
+
+    def load(self, key, jaxlib_version):
+        self.loaded = super().load(key, jaxlib_version)
+        return self.loaded
+
+    def store(self, key, payload, **info) -> None:
+        super().store(key, payload, **info)
+        self.stored = self.load(key, info["jaxlib"]) == payload
+
+
+@dataclasses.dataclass
+class Compiled:
+    executable: object  # a PJRT Executable or the interpreter's
+    how: str  # what was done, in words: "compiled, stored in the cache", ...
+    jaxlib_version: str = ""
+    options: str = ""  # the compile options, as the executable cache keys them
+    cached: bytes | None = None  # the serialized executable the cache held
+
+    def serialized(self) -> bytes:
+        return self.cached if self.cached is not None else self.executable.serialize()
+
+
+def compiled(comp, backend: str | None, no_cache: bool, num_replicas: int = 1,
+             from_file=None) -> Compiled:
+    """An executable for `backend` ("interpret" included): loaded from `from_file` (a
+    compiled file), else through the persistent executable cache unless `no_cache`."""
     isolation.status("compile", backend=backend)
     if backend == "interpret":
-        return hg.compile(comp, backend="interpret", num_replicas=num_replicas)
-    from hlogen.runtime import pjrt
-    from hlogen.runtime.cache import ExecutableCache
-    return pjrt.compile(comp, backend, None if no_cache else ExecutableCache(),
-                        num_replicas=num_replicas)
+        return Compiled(hg.compile(comp, backend="interpret", num_replicas=num_replicas),
+                        "prepared")
+    # jax loads here, not at the top: the child's start-up (0.5 s of jax) waits until the
+    # module and the inputs are checked, so that bad input is refused at once (start-up)
+    from hlogen.runtime import _jaxlib, pjrt
+    cache = from_file.as_cache() if from_file else None if no_cache else _Cache()
+    exe = pjrt.compile(comp, backend, cache, num_replicas=num_replicas)
+    how = {"off": "compiled", "hit": "loaded from the cache",
+           "miss": "compiled, stored in the cache"}[exe.cache_outcome]
+    if from_file is not None:
+        how = f"loaded from {from_file.where}" if exe.cache_outcome == "hit" else \
+            f"compiled (this XLA could not load the executable of {from_file.where})"
+    elif exe.cache_outcome == "miss" and not cache.stored:
+        how = f"compiled; not stored: the cache folder {cache.folder} cannot be written"
+    return Compiled(exe, how, _jaxlib.jaxlib_version(), _jaxlib.compile_options_key(exe.devices),
+                    cache.loaded if isinstance(cache, _Cache) and exe.cache_outcome == "hit" else None)
 
 
-def _run_on(comp, backend, per_replica_args: list, local: list, o: RunOptions) -> dict:
-    """Compiles for `backend` and runs the local replicas --repeat times: the backend,
-    what the cache did, the time of each call, and the last results (one list of leaf
-    arrays per replica)."""
-    import time
-    import numpy as np
-    exe = compiled(comp, backend, o.no_cache, o.replicas)
+def _run_on(comp, backend, per_replica_args: list, local: list, o: RunOptions,
+            from_file=None) -> dict:
+    """Compiles for `backend` (or loads `from_file`'s executable) and runs the local
+    replicas --repeat times: the backend, what was done to compile, the time of each
+    call, and the last results (one list of leaf arrays per replica)."""
+    done = compiled(comp, backend, o.no_cache, o.replicas,
+                    from_file if backend != "interpret" else None)
+    exe = done.executable
     if list(exe.local_replicas) != local:
         raise RuntimeError(f"this process runs replicas {exe.local_replicas}, the command "
                            f"line gave the inputs of {local}")
@@ -229,7 +195,7 @@ def _run_on(comp, backend, per_replica_args: list, local: list, o: RunOptions) -
         results = call()
         times.append(time.perf_counter() - start)
     several = len(comp.result_shapes) > 1
-    return {"backend": exe.backend, "cache": exe.cache_outcome,
+    return {"backend": exe.backend, "how": done.how, "executable": exe,
             "compile_seconds": exe.compile_seconds, "times": times,
             "results": [[np.asarray(a) for a in _leaves(r if several else (r,))] for r in results]}
 
@@ -241,17 +207,9 @@ def _leaves(results) -> list:
     return out
 
 
-def _how(backend: str, cache_outcome: str) -> str:
-    if backend == "interpret":
-        return "prepared"
-    return {"hit": "loaded from the cache", "miss": "compiled, stored in the cache",
-            "off": "compiled"}[cache_outcome]
-
-
 def _report(run_info: dict, o: RunOptions) -> None:
-    import statistics
     if o.verbose:
-        click.echo(f"{run_info['backend']}: {_how(run_info['backend'], run_info['cache'])} in "
+        click.echo(f"{run_info['backend']}: {run_info['how']} in "
                    f"{run_info['compile_seconds'] * 1e3:.1f} ms", err=True)
     if o.repeat > 1:
         t = run_info["times"]
@@ -262,7 +220,6 @@ def _report(run_info: dict, o: RunOptions) -> None:
 
 def _compared(got: list, want: list, local: list, o: RunOptions, prefix: str, other: str) -> bool:
     """Prints a verdict per result of each replica; True when all are within tolerance."""
-    from hlogen_cli import compare, replicas
     ok = True
     for r, g, w in zip(local, got, want):
         for i, v in enumerate(compare.compare_all(g, w, o.rtol, o.atol)):
@@ -272,29 +229,51 @@ def _compared(got: list, want: list, local: list, o: RunOptions, prefix: str, ot
 
 
 def compile_module(file: str, function_name: str | None, backend: str | None, output: str | None,
-                   hlo: bool, cost: bool, no_cache: bool, verbose: bool) -> None:
-    """`hlogen compile`: XLA's optimized HLO, its cost analysis, its serialized executable."""
-    import pathlib
-    from hlogen_cli import sources
-    comp = sources.computation_from(file, function_name)
-    exe = compiled(comp, backend, no_cache)
+                   hlo: bool, cost: bool, no_cache: bool, verbose: bool, memory: bool = False) -> None:
+    """`hlogen compile`: XLA's optimized HLO, its cost analysis, a compiled file."""
+    path = outputs.checked(output, "-o") if output else None
+    comp, from_file = sources.module_source(file, function_name)
+    if from_file is not None:
+        raise InputError(f"{from_file.where}: compiled already (hlogen run runs it; "
+                         f"hlogen compile takes a module or a .py file)")
+    done = compiled(comp, backend, no_cache)
+    exe = done.executable
     if hlo:
         click.echo(exe.optimized_hlo().rstrip("\n"))
     if cost:
-        for name, value in sorted(exe.cost_analysis().items(), key=lambda kv: ("{" in kv[0], kv[0])):
+        for name, value in sorted((_cost_name(k), v) for k, v in exe.cost_analysis().items()):
             click.echo(f"{name}: {value:g}")
-    if output:
-        data = exe.serialize()
-        _write(pathlib.Path(output), data)
-        click.echo(f"{output}: serialized executable for {exe.backend} ({len(data)} bytes)", err=True)
+    if memory:
+        from hlogen.runtime import inspection  # here, not at the top: start-up (jax)
+        for name, size in inspection.memory_analysis(exe).items():
+            click.echo(f"{name}: {inspection.byte_size(size)}")
+    if path:
+        data = compiled_files.pack(comp, exe, done.serialized(), done.jaxlib_version,
+                                   done.options)
+        outputs.write(path, data)
+        click.echo(f"{output}: compiled for {exe.backend} ({exe.device.device_kind}), "
+                   f"{len(data)} bytes: hlogen run {output} runs it", err=True)
     if verbose:
-        click.echo(f"{exe.backend}: {_how(exe.backend, exe.cache_outcome)} in "
-                   f"{exe.compile_seconds * 1e3:.1f} ms", err=True)
+        click.echo(f"{exe.backend}: {done.how} in {exe.compile_seconds * 1e3:.1f} ms", err=True)
+
+
+# XLA's cost analysis names a per-operand or per-output figure by appending the operand
+# number (or "out") and the shape index: "bytes accessed0{}", "bytes accessedout{1}".
+_PER_VALUE_COST = re.compile(r"(.*?)(\d+|out)\{([\d,]*)\}")
+
+
+def _cost_name(key: str) -> str:
+    """XLA's cost key as a person reads it: "bytes accessed, operand 0"."""
+    m = _PER_VALUE_COST.fullmatch(key)
+    base = (m.group(1) if m else key).replace("_", " ").strip()
+    if not m:
+        return base
+    who = "output" if m.group(2) == "out" else f"operand {m.group(2)}"
+    return f"{base}, {who}" + (f" element {{{m.group(3)}}}" if m.group(3) else "")
 
 
 def run_sample(name: str, backend: str | None) -> None:
     """`hlogen samples run`: sample NAME on default inputs (printed first)."""
-    from hlogen_cli import samples
     path, function_name, _ = samples.find(name)
 
     def default_inputs(comp):

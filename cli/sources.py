@@ -1,5 +1,7 @@
 """Where computations come from on the command line: .py files of @hg.function
-definitions, or MLIR files (text, bytecode, portable artifacts)."""
+definitions, modules in any form hg.load reads (text, bytecode, portable artifacts),
+from a file, a pipe (/dev/fd/N) or standard input (-), and compiled files (`hlogen
+compile -o`)."""
 from __future__ import annotations
 
 import importlib.util
@@ -7,9 +9,14 @@ import pathlib
 import sys
 import traceback
 
+from jaxlib.mlir import ir
+
 import hlogen as hg
+from hlogen import passes
 from hlogen.errors import InputError
+from hlogen.function import deferred_errors
 from hlogen.loading import load_bytes
+from hlogen_cli import compiled
 
 PYTHON_SUFFIXES = (".py",)
 
@@ -19,12 +26,17 @@ def functions_in(path: str) -> dict[str, hg.Function]:
     file = pathlib.Path(path)
     if not file.is_file():
         raise InputError(f"{path}: no such file")
+    if not path.endswith(PYTHON_SUFFIXES):
+        raise InputError(f"{path}: not a Python file: emit and samples take FILE.py files of "
+                         f"@hg.function definitions (hlogen opt IN --format ... converts a "
+                         f"module; hlogen run runs one)")
     name = f"hlogen_source_{abs(hash(str(file.resolve())))}"
     spec = importlib.util.spec_from_file_location(name, file)
     module = importlib.util.module_from_spec(spec)
     sys.path.insert(0, str(file.resolve().parent))  # the file may import its neighbours
     try:
-        spec.loader.exec_module(module)
+        with deferred_errors():  # a broken function leaves the others usable
+            spec.loader.exec_module(module)
     except hg.HlogenError:
         raise
     except SyntaxError as e:
@@ -58,18 +70,29 @@ def pick(functions: dict, name: str | None, path: str):
     return functions[name]
 
 
+def read_module(path: str) -> tuple[bytes, str]:
+    """The bytes of a module file, a pipe (/dev/fd/N), or standard input for `-`; and
+    how messages name them."""
+    if path == "-":
+        return sys.stdin.buffer.read(), "<stdin>"
+    file = pathlib.Path(path)
+    if file.is_dir():
+        raise InputError(f"{path}: is a directory, not a module file")
+    try:
+        return file.read_bytes(), path
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except OSError as e:
+        raise InputError(f"{path}: cannot read: {e.strerror}") from None
+
+
 def load_mlir(path: str) -> hg.Computation:
     """A module from an MLIR file in any format, or from standard input for `-`."""
-    if path == "-":
-        return load_bytes(sys.stdin.buffer.read(), "<stdin>")
-    if not pathlib.Path(path).is_file():
-        raise InputError(f"{path}: no such file")
-    return hg.load(pathlib.Path(path))
+    return load_bytes(*read_module(path))
 
 
 def single_passes(pipeline: str) -> list[str]:
     """A pipeline as one step per pass (named pipelines expanded), for dumps after each."""
-    from hlogen import passes
     text = pipeline.strip()
     if text.startswith("builtin.module(") and text.endswith(")"):
         return [f"builtin.module({p})" for p in _passes_of(text[len("builtin.module("):-1])]
@@ -112,12 +135,51 @@ def _split_top(text: str) -> list[str]:
 
 
 def computation_from(path: str, function: str | None) -> hg.Computation:
-    """The computation to run from a .py file (by function name) or an MLIR file."""
+    """The computation to run from a .py file (by function name) or a module."""
+    return module_source(path, function)[0]
+
+
+def module_source(path: str, function: str | None):
+    """(the computation, the compiled file or None) of IN: a .py file (by function
+    name), a module (its public function `function`, default main) or a compiled file."""
     if path.endswith(PYTHON_SUFFIXES):
-        return pick(functions_in(path), function, path).computation
-    if not pathlib.Path(path).is_file():
-        raise InputError(f"{path}: no such file")
-    if function not in (None, "main"):
-        raise InputError(f"{path}: hlogen runs the function @main of an MLIR file, "
-                         f"not {function!r}")
-    return hg.load(pathlib.Path(path))
+        return pick(functions_in(path), function, path).computation, None
+    data, where = read_module(path)
+    if compiled.is_compiled(data):
+        found = compiled.CompiledFile(data, where)
+        if function not in (None, "main"):
+            raise InputError(f"{where}: a compiled file runs the function it was compiled "
+                             f"from ({found.computation.name}), not {function!r}")
+        return found.computation, found
+    return with_entry(load_bytes(data, where), function, where), None
+
+
+def with_entry(comp: hg.Computation, name: str | None, where: str) -> hg.Computation:
+    """`comp` with its public function `name` as the entry function (main), as IREE's
+    tools run any public function: the functions are renamed (a copy), calls included."""
+    if name in (None, "main"):
+        return comp
+    module = comp.clone().module
+    functions = {ir.StringAttr(op.attributes["sym_name"]).value: op
+                 for op in module.body.operations if op.operation.name == "func.func"}
+    public = [n for n, op in functions.items() if _is_public(op)]
+    if name not in functions or not _is_public(functions[name]):
+        what = "is private" if name in functions else "is not defined"
+        raise InputError(f"{where}: @{name} {what}; --function names a public function of the "
+                         f"module: {', '.join(public) or '(none)'}")
+    if "main" in functions:  # the former entry keeps working under another name
+        other = next(f"main_{i}" for i in range(len(functions) + 1) if f"main_{i}" not in functions)
+        _rename(module, functions["main"], "main", other)
+        functions["main"].attributes["sym_visibility"] = ir.StringAttr.get("private", module.context)
+    _rename(module, functions[name], name, "main")
+    return hg.Computation(module, comp.source)
+
+
+def _is_public(op) -> bool:
+    return "sym_visibility" not in op.attributes or \
+        ir.StringAttr(op.attributes["sym_visibility"]).value == "public"
+
+
+def _rename(module, op, old: str, new: str) -> None:
+    ir.SymbolTable.replace_all_symbol_uses(old, new, module.operation)
+    ir.SymbolTable.set_symbol_name(op, new)

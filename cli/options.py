@@ -1,0 +1,83 @@
+"""What `hlogen run` was asked (`RunOptions`), checked in the parent before the child
+starts: options that do not go together are refused there (exit 2) at no cost."""
+from __future__ import annotations
+
+import dataclasses
+
+
+@dataclasses.dataclass
+class RunOptions:
+    input_specs: tuple = ()
+    backend: str | None = None
+    check_interpret: bool = False
+    explain: bool = False
+    expected_specs: tuple = ()
+    rtol: float = 1e-5
+    atol: float = 1e-6
+    replicas: int = 1
+    num_processes: int = 1
+    process_id: int = 0
+    coordinator: str | None = None
+    timeout: float | None = None
+    output_specs: tuple = ()
+    repeat: int = 1
+    no_cache: bool = False
+    verbose: bool = False
+    profile: str | None = None  # a folder: jax's trace of the compile and the runs
+
+    @property
+    def is_distributed(self) -> bool:
+        return self.num_processes > 1 or self.coordinator is not None
+
+    def check(self) -> None:
+        """Refuses options that do not go together (HlogenError: exit 2), naming them."""
+        n, p = self.replicas, self.num_processes
+        refusals = [
+            (self.explain and not self.check_interpret,
+             "--explain needs --check-interpret (it explains a difference between PJRT and "
+             "the interpreter)"),
+            (self.check_interpret and self.backend == "interpret",
+             "--check-interpret compares a PJRT backend with the interpreter: choose --backend "
+             "cpu or gpu (or none)"),
+            (self.explain and n > 1, f"--explain follows one replica: not with --replicas {n}"),
+            (p > 1 and self.coordinator is None,
+             f"--num-processes {p} needs --coordinator HOST:PORT (where process 0 serves jax's "
+             f"distributed runtime; every process gives the same)"),
+            (self.process_id >= p,
+             f"--process-id {self.process_id} is out of range: --num-processes {p} numbers "
+             f"the processes 0..{p - 1}"),
+            (p == 1 and self.coordinator is not None,
+             "--coordinator needs --num-processes P (2 or more): the processes that meet there"),
+            (self.coordinator is not None and not _is_host_port(self.coordinator),
+             f"--coordinator {self.coordinator!r}: expected HOST:PORT, e.g. localhost:12345"),
+            (self.coordinator is not None and _is_host_port(self.coordinator) and
+             not 0 < int(self.coordinator.rpartition(":")[2]) < 65536,
+             f"--coordinator {self.coordinator!r}: the port must be in 1..65535"),
+            (n % p != 0,
+             f"--replicas {n} cannot be shared by --num-processes {p}: each process runs as "
+             f"many replicas (give a multiple of {p})"),
+            (self.is_distributed and self.backend == "interpret",
+             "--backend interpret runs every replica in one process: not with --num-processes "
+             "or --coordinator"),
+            (self.is_distributed and self.check_interpret,
+             "--check-interpret needs every replica's inputs in one process (the interpreter "
+             "runs them all): not with --num-processes or --coordinator"),
+        ]
+        for refused, message in refusals:
+            if refused:
+                # here, not at the top: run's parent start-up does without hlogen
+                from hlogen.errors import HlogenError
+                raise HlogenError(message)
+
+    def join_arguments(self, elapsed: float) -> dict:
+        """hg.distributed.initialize's arguments, `elapsed` seconds into the command: the
+        wait for the other processes ends before --timeout does, so that its failure is
+        the one reported (else it is the library's 60 s)."""
+        wait = max(1, int(self.timeout - elapsed - 0.5)) if self.timeout else 60
+        return {"coordinator": self.coordinator, "num_processes": self.num_processes,
+                "process_id": self.process_id, "timeout_seconds": wait}
+
+
+def _is_host_port(text: str) -> bool:
+    host, _, port = text.rpartition(":")
+    return bool(host) and port.isdigit()
