@@ -19,6 +19,7 @@ setup: $(STAMP)
 # definitions, then compile and run them with PJRT and with the reference interpreter.
 demo: $(STAMP)
 	$(HLOGEN) devices
+	mkdir -p out/elementwise out/broadcasting  # emit writes into folders that exist
 	$(HLOGEN) emit samples/elementwise.py -o out/elementwise --force
 	$(HLOGEN) emit samples/broadcasting.py -o out/broadcasting --force
 	$(HLOGEN) run out/broadcasting/composition_vector_and_1x2.mlir --backend cpu \
