@@ -76,7 +76,7 @@ def _philox4x32(x: list[Op], key: tuple[Op, Op]) -> list[Op]:
     return x
 
 
-def _scalar(vector: Op, i: int) -> Op:
+def _word(vector: Op, i: int) -> Op:
     return ops.reshape(ops.slice(vector, [i], [i + 1]), ())
 
 
@@ -154,15 +154,15 @@ def _rng_bit_generator(b: InsertingBuilder, op: ir.Operation, operands: list[Op]
     data = mlir.shape_of_type(op.results[1].type)
     width = data.element_type.bits
     bits = 64 if width == 64 else 32  # narrower types take the low bits of 32
-    key = _scalar(state, 0)
+    key = _word(state, 0)
     if enum_attribute(op, "rng_algorithm") == "THREE_FRY":
-        values, counter = _threefry(key, _scalar(state, 1), data.dimensions, bits)
+        values, counter = _threefry(key, _word(state, 1), data.dimensions, bits)
         new_state = ops.concatenate([ops.reshape(key, (1,)), ops.reshape(counter, (1,))], 0)
     else:  # PHILOX, and DEFAULT as XLA CPU expands it
         words = state.shape.dimensions[0]
         # a u64[2] state is read reversed: the counter's low word is state[1], its high state[0]
-        low, high = (_scalar(state, 1), _scalar(state, 2)) if words >= 3 else \
-            (_scalar(state, 1), _scalar(state, 0))
+        low, high = (_word(state, 1), _word(state, 2)) if words >= 3 else \
+            (_word(state, 1), _word(state, 0))
         values, (new_low, new_high) = _philox(key, low, high, data.dimensions, bits)
         kept = [new_low, new_high] if words >= 3 else [new_low]
         new_state = ops.concatenate([ops.reshape(w, (1,)) for w in [key] + kept], 0)
