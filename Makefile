@@ -63,3 +63,15 @@ CONFORMANCE ?= ../shared/conformance/stablehlo
 .PHONY: conformance
 conformance: $(STAMP)
 	$(HLOGEN) check $(CONFORMANCE) --backend all --junit out/conformance.xml --json out/conformance.jsonl
+
+# Not part of `make test`: the pages hlogen draws, loaded in headless Chromium and checked
+# from the DOM and a screenshot (tests/browser_check.py); Model Explorer's page too
+# (`hlogen view`, the extra hlogen[view]). Installs Debian's chromium and graphviz (the
+# SVG tests need its dot) with apt-get, as root, and the extra into .venv.
+.PHONY: check-browser
+check-browser: $(STAMP)
+	command -v chromium >/dev/null && command -v dot >/dev/null || \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+			--no-install-recommends chromium fonts-dejavu-core graphviz)
+	$(PY) -m pip install --quiet -e ".[test,view]"
+	$(PY) -m pytest -q tests/browser_check.py tests/test_graph_cli.py -k "browser or renders or explorer or svg"

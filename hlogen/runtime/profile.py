@@ -121,6 +121,16 @@ def table(rows: list[OpTime], top: int = 10) -> str:
     return "\n".join(lines)
 
 
+def report(traced: Trace, exe, top: int = 10) -> str:
+    """What `hlogen run --profile` prints: where the trace is, and the top ops."""
+    rows = traced.ops(exe)
+    total = sum(r.seconds for r in rows)
+    return (f"profile: {traced.file} (Perfetto: ui.perfetto.dev; TensorBoard: tensorboard "
+            f"--logdir {traced.directory})\n"
+            f"{exe.computation.name} on {exe.backend}: {len(rows)} ops ran for "
+            f"{_duration(total)} in all (each op's own time):\n{table(rows, top)}")
+
+
 def _duration(seconds: float) -> str:
     if seconds >= 1:
         return f"{seconds:.3f} s"
