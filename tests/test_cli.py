@@ -176,13 +176,15 @@ def test_a_native_abort_while_running_is_exit_1_not_a_crash(tmp_path):
 
 
 def test_checks_before_running_are_exit_2(tmp_path):
-    path = tmp_path / "chol.mlir"
-    path.write_text("func.func @main(%a: tensor<2x2xf32>) -> tensor<2x2xf32> {\n"
-                    "  %0 = stablehlo.cholesky %a, lower = true : tensor<2x2xf32>\n"
-                    "  return %0 : tensor<2x2xf32>\n}\n")
-    result = hlogen("run", str(path), "--backend", "interpret", "--input", "2x2xf32=1,0,0,1")
+    path = tmp_path / "rng.mlir"
+    path.write_text("func.func @main(%a: tensor<f32>) -> tensor<2xf32> {\n"
+                    "  %s = stablehlo.constant dense<2> : tensor<1xi64>\n"
+                    "  %0 = stablehlo.rng %a, %a, %s, distribution = UNIFORM : "
+                    "(tensor<f32>, tensor<f32>, tensor<1xi64>) -> tensor<2xf32>\n"
+                    "  return %0 : tensor<2xf32>\n}\n")
+    result = hlogen("run", str(path), "--backend", "interpret", "--input", "f32=1")
     assert result.exit_code == 2
-    assert result.output.startswith(f"error: {path}:2:8: the reference interpreter cannot run "
-                                    f"stablehlo.cholesky")
-    result = hlogen("run", str(path), "--backend", "cpu", "--input", "2x2xf32=4,0,0,9")
-    assert result.exit_code == 0 and "[[2. 0.]" in result.output
+    assert result.output.startswith(f"error: {path}:3:8: the reference interpreter cannot run "
+                                    f"stablehlo.rng")
+    result = hlogen("run", str(path), "--backend", "cpu", "--input", "f32=1")
+    assert result.exit_code == 0 and "[1. 1.]" in result.output
