@@ -78,7 +78,7 @@ class Case:
 _quant_loaded = False
 
 
-def _load_quant_dialect() -> None:
+def load_quant_dialect() -> None:
     """The quant dialect is loaded by reading any portable artifact (jaxlib registers it
     no other way): needed to parse `!quant.uniform` types."""
     global _quant_loaded
@@ -99,7 +99,7 @@ def load_case(text: str, where: str, lift_constants: bool) -> Case:
         text, dialect_checks = files.rewrite_checks(text, where)
     quantized = "!quant." in text
     if quantized:
-        _load_quant_dialect()
+        load_quant_dialect()
     module = parse_module(text.encode(), where)
     with mlir.context():
         return _rewrite(module, where, dialect_checks, quantized, lift_constants)

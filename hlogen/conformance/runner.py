@@ -11,13 +11,19 @@ from __future__ import annotations
 
 import time
 
+import ml_dtypes
 import numpy as np
+from jaxlib.mlir._mlir_libs import _jax_mlir_ext, _stablehlo
 
 import hlogen as hg
+from hlogen import mlir
 from hlogen import types as T
+from hlogen.builder import Builder, Op
 from hlogen.conformance import files, judge
 from hlogen.conformance.bounds import within_reassociation
-from hlogen.conformance.module import Case, load_case
+from hlogen.conformance.explain import first_divergence
+from hlogen.conformance.module import Case, load_case, load_quant_dialect
+from hlogen.loading import parse_module
 from hlogen.errors import HlogenError, InputError, UnsupportedError
 
 BACKENDS = ("interpret", "cpu", "gpu")
@@ -102,9 +108,6 @@ def run_batch(items: list, explain: bool = False) -> list:
 
 def _run_joined(cases: list, backend: str) -> list:
     """One computation holding every case's main side by side; the outputs per case."""
-    from jaxlib.mlir._mlir_libs import _jax_mlir_ext
-    from hlogen import mlir
-    from hlogen.builder import Builder, Op
     b = Builder("conformance_batch")
     results, arguments = [], []
     for i, case in enumerate(cases):
@@ -192,7 +195,6 @@ def _judge(case: Case, results: list, record: dict, backend: str, explain: bool)
 
 
 def explain_case(case: Case, backend: str) -> str:
-    from hlogen.conformance.explain import first_divergence
     try:
         found = first_divergence(case.computation, case.arguments, backend=backend)
     except HlogenError as e:
@@ -240,7 +242,6 @@ def _subnormal(a: np.ndarray) -> np.ndarray:
         return _subnormal(a.real) | _subnormal(a.imag)
     if et.kind != T.FLOAT:
         return np.zeros(a.shape, bool)
-    import ml_dtypes
     tiny = float(ml_dtypes.finfo(a.dtype).smallest_normal)
     x = np.abs(a.astype(np.float64))
     return (x > 0) & (x < tiny)
@@ -267,12 +268,8 @@ def _nan_on_one_side(mask, got, want) -> bool:
 
 def roundtrip(text: str, where: str) -> dict:
     """Serializes to a portable artifact and back; the same module text is a pass."""
-    from jaxlib.mlir._mlir_libs import _stablehlo
-    from hlogen import mlir
-    from hlogen.loading import parse_module
-    from hlogen.conformance.module import _load_quant_dialect
     if "!quant." in text:
-        _load_quant_dialect()
+        load_quant_dialect()
     module = parse_module(text.encode(), where)
     if any(name.startswith("chlo.") for name in mlir.op_names(module)):
         mlir.run_pipeline(module, "builtin.module(func.func(chlo-legalize-to-stablehlo))")
