@@ -63,8 +63,10 @@ def read_module(data: bytes, where: str) -> ir.Module:
         if hlo.is_text(data):
             return hlo.stablehlo_of_text(data, where)
         proto = hlo.module_proto(data)
-        if proto is not None:
-            return hlo.stablehlo_of_proto(proto, where)
+        if proto is not None:  # (its bytes fields, e.g. backend configs, become strings)
+            module = hlo.stablehlo_of_proto(proto, where)
+            _check_strings(module, where)
+            return module
         if exports.is_exported(data):
             return exports.load_exported(data, where, parse_module)
     return parse_module(data, where)

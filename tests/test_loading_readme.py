@@ -1,0 +1,50 @@
+"""README's "Running modules from jax and XLA": its worked examples (a jax module with
+linear algebra, a serialized Exported, an XLA dump) run as they are written, outputs
+included."""
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import pathlib
+import re
+import subprocess
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+SECTION = (ROOT / "README.md").read_text().split("## Running modules from jax and XLA", 1)[1] \
+    .split("\n## ", 1)[0]
+
+
+def _blocks(language: str) -> list[str]:
+    return re.findall(rf"```{language}\n(.*?)```", SECTION, re.S)
+
+
+def _run_python(code: str) -> str:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(code, "README.md", "exec"), {"__name__": "readme"})
+    return out.getvalue()
+
+
+def test_the_jax_and_exported_examples_print_what_the_readme_says(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the Exported example writes affine.exported here
+    python, printed = _blocks("python"), _blocks("text")
+    for code, expected in zip(python[:2], printed[:2]):
+        assert _run_python(code) == expected
+
+
+def test_the_xla_dump_session_runs_as_written(tmp_path):
+    script, session = _blocks("python")[2], _blocks("console")[0]
+    (tmp_path / "top2.py").write_text(script)
+    bin_dir = str(pathlib.Path(sys.executable).parent)  # python and hlogen of this venv
+    env = dict(os.environ, PATH=bin_dir + os.pathsep + os.environ["PATH"])
+    env.pop("XLA_FLAGS", None)
+    for command in re.split(r"^\$ ", session, flags=re.M)[1:]:
+        line, _, expected = command.partition("\n")
+        run = subprocess.run(line, shell=True, cwd=tmp_path, env=env, capture_output=True,
+                             text=True, timeout=300)
+        assert run.returncode in (0, 2), run.stderr
+        assert run.stdout + run.stderr == expected, f"$ {line}\n{run.stdout}{run.stderr}"
+        if line.startswith("XLA_FLAGS"):
+            assert (tmp_path / "dump" / "module_0000.jit_top2.before_optimizations.txt").exists()
