@@ -79,8 +79,9 @@ def main(debug):
 @click.option("--function", "function_name", metavar="NAME",
               help="Emit only this @hg.function (default: every one in FILE; one FILE only).")
 @click.option("-o", "--output", metavar="OUT",
-              help="Output file (one function), directory (several), or - for standard output. "
-                   "Default: NAME.mlir (or .mlirbc) per function in the current directory.")
+              help="Output file (one function), a folder that exists (several: NAME.mlir in it), "
+                   "or - for standard output. Default: NAME.mlir (or .mlirbc) per function in "
+                   "the current folder.")
 @click.option("--format", "fmt", type=click.Choice(list(FORMATS)), default="text", show_default=True,
               help="StableHLO text, MLIR bytecode, or a versioned StableHLO portable artifact.")
 @click.option("--target-version", metavar="V",
@@ -116,19 +117,8 @@ def emit(files, function_name, output, fmt, target_version, pipeline, force):
                           f"with --function")
     for _, _, fn in functions:
         fn.computation  # raises the error of a function that cannot be traced: nothing written yet
-    if output is not None and output != "-" and \
-            (len(functions) > 1 or output.endswith(os.sep) or os.path.isdir(output)):
-        folder = outputs.folder(output, "-o", f"{what} define{'s' if len(files) == 1 else ''} "
-                                f"{len(functions)} functions, each written to a file of its own "
-                                f"in the folder -o names (or choose one with --function)"
-                                if len(functions) > 1 else "a name ending in / is a folder")
-        paths = [outputs.checked(str(folder / f"{name}{FORMATS[fmt]}"), "-o", force)
-                 for _, name, _ in functions]
-    elif output != "-":
-        paths = [outputs.checked(output or f"{name}{FORMATS[fmt]}", "-o", force)
-                 for _, name, _ in functions]
-    else:
-        paths = []
+    names = [name for _, name, _ in functions]
+    paths = [] if output == "-" else _emit_paths(output, names, what, FORMATS[fmt], force)
     for path in dict.fromkeys(paths):  # refused before anything is written
         sharing = [f"{file}:{name}" for (file, name, _), p in zip(functions, paths) if p == path]
         if len(sharing) > 1:
@@ -145,6 +135,21 @@ def emit(files, function_name, output, fmt, target_version, pipeline, force):
             continue
         outputs.write(paths[k], data)
         click.echo(f"{paths[k]}: {comp.signature()}")
+
+
+def _emit_paths(output, names: list, what: str, suffix: str, force: bool) -> list:
+    """Where emit writes each function: -o FILE for one; NAME.SUFFIX in the folder -o
+    names (which must exist) for several, or in the current folder without -o."""
+    from hlogen_cli import outputs  # here, not at the top: start-up (it imports hlogen)
+    if output is None:
+        return [outputs.checked(f"{name}{suffix}", "-o", force) for name in names]
+    if len(names) > 1 or output.endswith(os.sep) or os.path.isdir(output):
+        why = (f"{what} define{'s' if ' files' not in what else ''} {len(names)} functions, "
+               f"each written to a file of its own in the folder -o names (or choose one with "
+               f"--function)" if len(names) > 1 else "a name ending in / is a folder")
+        folder = outputs.folder(output, "-o", why)
+        return [outputs.checked(str(folder / f"{name}{suffix}"), "-o", force) for name in names]
+    return [outputs.checked(output, "-o", force)]
 
 
 def _serialized(comp, fmt, target_version) -> bytes:
