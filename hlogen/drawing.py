@@ -75,9 +75,10 @@ def _dot_string(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
-_DOT_FILL = {"op": "#e8f0fe", "parameter": "#e6f4ea", "return": "#fce8e6", "constant": "#f1f3f4"}
-_DOT_CLUSTER_FILL = {"function": "#ffffff", "op": "#fff8e1", "region": "#fafafa",
-                     "fusion": "#f3e5f5", "computation": "#fafafa"}
+# The colours of nodes and clusters by kind, in every form.
+NODE_FILL = {"op": "#e8f0fe", "parameter": "#e6f4ea", "return": "#fce8e6", "constant": "#f1f3f4"}
+CLUSTER_FILL = {"function": "#ffffff", "op": "#fff8e1", "region": "#fafafa",
+                "fusion": "#f3e5f5", "computation": "#fafafa"}
 
 
 def to_dot(graph: Graph) -> str:
@@ -98,12 +99,12 @@ def to_dot(graph: Graph) -> str:
         for n in members.get(cluster_id, []):
             label = "\n".join([n.label, *n.details])
             lines.append(f"{pad}{n.id} [label={_dot_string(label)}, "
-                         f"fillcolor={_dot_string(_DOT_FILL.get(n.kind, '#ffffff'))}];")
+                         f"fillcolor={_dot_string(NODE_FILL.get(n.kind, '#ffffff'))}];")
         for child in children.get(cluster_id, []):
             c = graph.clusters[child]
             lines.append(f"{pad}subgraph cluster_{c.id} {{")
             lines.append(f"{pad}  label={_dot_string(c.label)}; style=filled; "
-                         f"fillcolor={_dot_string(_DOT_CLUSTER_FILL.get(c.kind, '#ffffff'))};")
+                         f"fillcolor={_dot_string(CLUSTER_FILL.get(c.kind, '#ffffff'))};")
             emit(child, indent + 1)
             lines.append(f"{pad}}}")
 
@@ -167,15 +168,26 @@ def layout(graph: Graph) -> dict:
     for ids in members.values():  # a cluster comes where its first node comes
         ids.sort(key=lambda m: _first_position(graph, m, order, members))
 
-    def member_of(item: str, container) -> str | None:
-        """The member of `container` that holds `item` (a node or a cluster), if any."""
+    def ancestry(item: str) -> dict:
+        """{container: the member of it that holds `item`} for every container around it."""
+        found = {}
         while item is not None:
             parent = graph.nodes[item].cluster if item in graph.nodes else graph.clusters[item].parent
-            if parent == container:
-                return item
+            found[parent] = item
             item = parent
-        return None
+        return found
 
+    # An edge orders two members of the innermost container that holds both ends (each
+    # end is, or is inside, a member of it): the feeds of each container.
+    feeds_in: dict = {}
+    for e in graph.edges:
+        around_source, around_target = ancestry(e.source), ancestry(e.target)
+        for container, s in around_source.items():  # innermost first
+            t = around_target.get(container)
+            if t is not None:
+                if s != t:
+                    feeds_in.setdefault(container, []).append((s, t))
+                break
     boxes: dict = {}
 
     def measure(container) -> tuple[float, float]:
@@ -190,9 +202,8 @@ def layout(graph: Graph) -> dict:
         position = {m: i for i, m in enumerate(ids)}
         layer = {m: 0 for m in ids}
         feeds: dict = {m: [] for m in ids}
-        for e in graph.edges:
-            s, t = member_of(e.source, container), member_of(e.target, container)
-            if s is not None and t is not None and position[s] < position[t]:
+        for s, t in feeds_in.get(container, []):
+            if position[s] < position[t]:
                 feeds[t].append(s)
         for m in ids:
             layer[m] = max([layer[s] + 1 for s in feeds[m]], default=0)
@@ -246,15 +257,14 @@ def _mean(values) -> float:
 
 # -- SVG and HTML ---------------------------------------------------------------------------
 
-_SVG_STYLE = """
+_SVG_STYLE = "".join(
+    [f".node.{kind} rect {{ fill: {fill}; }}\n" for kind, fill in NODE_FILL.items()] +
+    [f".cluster.{kind} rect {{ fill: {fill}; }}\n" for kind, fill in CLUSTER_FILL.items()]) + """
 .node rect { stroke: #5f6368; stroke-width: 1; rx: 4; }
-.node.op rect { fill: #e8f0fe; } .node.parameter rect { fill: #e6f4ea; }
-.node.return rect { fill: #fce8e6; } .node.constant rect { fill: #f1f3f4; }
 .node text { font: 11px monospace; fill: #202124; }
 .node text.label { font-weight: bold; }
-.cluster rect { stroke: #9aa0a6; stroke-dasharray: 4 2; fill: #fafafa; fill-opacity: 0.6; }
-.cluster.op rect { fill: #fff8e1; } .cluster.fusion rect { fill: #f3e5f5; }
-.cluster.function rect { fill: #ffffff; stroke-dasharray: none; }
+.cluster rect { stroke: #9aa0a6; stroke-dasharray: 4 2; fill-opacity: 0.6; }
+.cluster.function rect { stroke-dasharray: none; }
 .cluster text { font: bold 11px sans-serif; fill: #5f6368; }
 .edge path { fill: none; stroke: #5f6368; stroke-width: 1.2; }
 .edge text { font: 10px monospace; fill: #5f6368; }

@@ -35,6 +35,7 @@ REGION_NAMES = {
 _FILE_LOC = re.compile(r'"((?:[^"\\]|\\.)*)":(\d+):\d+')
 _TOOLTIP_CHARS = 600
 _CONSTANT_CHARS = 28
+_CONSTANT_ELEMENTS = 16
 
 
 def of(comp: Computation, title: str | None = None) -> drawing.Graph:
@@ -84,8 +85,7 @@ def _block(graph, block, cluster, values, source) -> None:
             details.insert(0, f"@{ir.FlatSymbolRefAttr(op.attributes['callee']).value}")
         regions = [r for r in op.regions if r.blocks]
         home = graph.cluster(name, cluster, kind="op") if regions else cluster
-        node = graph.node(name, details, home, kind,
-                          "" if regions else _tooltip(op))
+        node = graph.node(name, details, home, kind, _tooltip(op))
         for operand in op.operands:
             if operand in values:
                 producer, label = values[operand]
@@ -121,15 +121,30 @@ def _where(location, source) -> str:
     return f"{os.path.basename(file)}:{found.group(2)}"
 
 
+def _attribute_text(attr) -> str:
+    """An attribute as MLIR prints it, but a large array constant by its size (printing
+    a million elements for a label would take the time of the whole drawing)."""
+    if isinstance(attr, ir.DenseElementsAttr) and not attr.is_splat and \
+            len(attr) > _CONSTANT_ELEMENTS:
+        return f"dense<{len(attr)} values> : {attr.type}"
+    return str(attr)
+
+
 def _constant_text(op) -> str:
-    text = str(op.attributes["value"]).split(" : ")[0]
+    text = _attribute_text(op.attributes["value"]).split(" : ")[0]
     if text.startswith("dense<") and text.endswith(">"):
         text = text[len("dense<"):-1]
     return text if len(text) <= _CONSTANT_CHARS else text[:_CONSTANT_CHARS - 3] + "..."
 
 
 def _tooltip(op) -> str:
-    text = op.get_asm(large_elements_limit=16).strip()
+    """The op's name, attributes and types (printing the op itself numbers the values of
+    its whole function: quadratic over a module)."""
+    attributes = ", ".join(f"{name} = {_attribute_text(op.attributes[name])}"
+                           for name in op.attributes)
+    types = (f"({', '.join(str(v.type) for v in op.operands)}) -> "
+             f"({', '.join(str(r.type) for r in op.results)})")
+    text = f"{op.name} {{{attributes}}} : {types}" if attributes else f"{op.name} : {types}"
     return text if len(text) <= _TOOLTIP_CHARS else text[:_TOOLTIP_CHARS - 3] + "..."
 
 

@@ -26,6 +26,7 @@ import zlib
 import numpy as np
 import pytest
 
+from hlogen import drawing
 from tests.test_graph import SVG, parse_svg
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -34,8 +35,8 @@ SAMPLE = os.path.join(ROOT, "samples", "computations.py")
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = pytest.mark.skipif(CHROMIUM is None,
                                 reason="no chromium: make check-browser installs Debian's")
-# what the page's nodes are filled with (hlogen.drawing's style): ops, parameters
-OP_FILL, PARAMETER_FILL = (0xE8, 0xF0, 0xFE), (0xE6, 0xF4, 0xEA)
+# what the page's nodes are filled with: ops, parameters
+OP_FILL, PARAMETER_FILL = (tuple(bytes.fromhex(drawing.NODE_FILL[k][1:])) for k in ("op", "parameter"))
 
 
 def chromium(*args, timeout=120) -> bytes:
