@@ -9,19 +9,20 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import socket
 import tempfile
 
 import click
 
 from hlogen import drawing
 from hlogen import graph as graphs
-from hlogen.errors import UnsupportedError
+from hlogen.errors import InputError, UnsupportedError
 from hlogen_cli import isolation, outputs, sources
 from hlogen_cli.reporting import DEBUG, reports_errors
 
 
 @click.command()
-@click.argument("file", metavar="IN.mlir|FILE.py", type=click.Path(dir_okay=False))
+@click.argument("file", metavar="IN", type=click.Path(dir_okay=False, allow_dash=True))
 @click.option("--function", "function_name", metavar="NAME",
               help="The @hg.function of a .py FILE (default: its only one), or a public "
                    "function of a module (default: main, with every function it calls).")
@@ -37,8 +38,8 @@ from hlogen_cli.reporting import DEBUG, reports_errors
 def graph(file, function_name, optimized, backend, output):
     """Draw a module as a graph: DOT, SVG or one HTML page.
 
-    IN is StableHLO in any form hg.load reads, or a .py file of @hg.function
-    definitions. One node per op with its shape and source line; regions (loop bodies,
+    IN is StableHLO in any form hg.load reads (- reads standard input), or a .py file
+    of @hg.function definitions. One node per op with its shape and source line; regions (loop bodies,
     branches, reducers) as clusters."""
     drawing.check_output(output)
     outputs.checked(output, "-o")
@@ -80,7 +81,7 @@ VIEW_EXTRA = ("hlogen view needs Google's Model Explorer, an optional extra: pip
 
 
 @click.command()
-@click.argument("file", metavar="IN.mlir|FILE.py", type=click.Path(dir_okay=False))
+@click.argument("file", metavar="IN", type=click.Path(dir_okay=False, allow_dash=True))
 @click.option("--function", "function_name", metavar="NAME",
               help="The @hg.function of a .py FILE (default: its only one).")
 @click.option("--port", type=click.IntRange(1, 65535), default=8080, show_default=True,
@@ -91,11 +92,12 @@ VIEW_EXTRA = ("hlogen view needs Google's Model Explorer, an optional extra: pip
 def view(file, function_name, port, no_browser):
     """Open a module in Model Explorer (the extra hlogen[view]).
 
-    Model Explorer is Google's graph viewer for StableHLO; it serves on localhost until
-    interrupted (Ctrl-C)."""
+    IN as for graph. Model Explorer is Google's graph viewer for StableHLO; it serves on
+    localhost until interrupted (Ctrl-C)."""
     if importlib.util.find_spec("model_explorer") is None:
         raise UnsupportedError(VIEW_EXTRA)
     comp = sources.computation_from(file, function_name)
+    _check_port_free(port)
     import model_explorer  # here, not at the top: an optional dependency (hlogen[view])
     with tempfile.TemporaryDirectory(prefix="hlogen-view-") as folder:
         # Model Explorer reads StableHLO text from a .mlir file (its name is the title)
@@ -107,3 +109,14 @@ def view(file, function_name, port, no_browser):
         # prints the page's address (with the model in it) and serves until Ctrl-C
         model_explorer.visualize_from_config(config, host="localhost", port=port,
                                              no_open_in_browser=no_browser)
+
+
+def _check_port_free(port: int) -> None:
+    """Model Explorer's server waits, without end, for a page on its port: a port that
+    something else holds is refused first."""
+    with socket.socket() as probe:
+        try:
+            probe.bind(("localhost", port))
+        except OSError as e:
+            raise InputError(f"--port {port}: cannot serve there ({e.strerror}); choose "
+                             f"another port") from None

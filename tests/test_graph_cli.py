@@ -2,8 +2,10 @@
 readers); --optimized draws XLA's optimized HLO."""
 from __future__ import annotations
 
+import importlib.util
 import re
 import shutil
+import socket
 import sys
 import xml.etree.ElementTree as ET
 
@@ -81,3 +83,23 @@ def test_view_without_the_extra_says_how_to_install_it(monkeypatch, module_file)
     monkeypatch.setitem(sys.modules, "model_explorer", None)  # as if not installed
     result = hlogen("view", str(module_file))
     assert result.exit_code == 2 and "pip install 'hlogen[view]'" in result.output
+
+
+def test_graph_reads_standard_input(tmp_path, comp):
+    out = tmp_path / "g.dot"
+    result = CliRunner().invoke(main, ["graph", "-", "-o", str(out)],
+                                input=comp.as_text(debug_info=True),
+                                catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    check_module_structure(parse_dot(out.read_text()), comp)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("model_explorer") is None,
+                    reason="the extra hlogen[view] is not installed")
+def test_view_refuses_a_port_in_use(module_file):
+    with socket.socket() as held:
+        held.bind(("localhost", 0))
+        held.listen()
+        result = hlogen("view", str(module_file), "--port", str(held.getsockname()[1]),
+                        "--no-browser")
+    assert result.exit_code == 2 and "cannot serve there" in result.output
