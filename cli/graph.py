@@ -39,8 +39,8 @@ def graph(file, function_name, optimized, backend, output):
     """Draw a module as a graph: DOT, SVG or one HTML page.
 
     IN is StableHLO in any form hg.load reads (- reads standard input), or a .py file
-    of @hg.function definitions. One node per op with its shape and source line; regions (loop bodies,
-    branches, reducers) as clusters."""
+    of @hg.function definitions. One node per op with its shape and source line;
+    regions (loop bodies, branches, reducers) as clusters."""
     drawing.check_output(output)
     outputs.checked(output, "-o")
     if optimized:
@@ -63,15 +63,17 @@ def draw_optimized(file: str, function_name: str | None, backend: str | None, ou
     isolation.status("compile", backend=backend)
     exe = pjrt.compile(comp, backend)
     graph = inspection.optimized_graph(exe)
-    dot = None if output.lower().endswith((".html", ".htm")) else inspection.xla_dot(exe)
+    dot = None if drawing.check_output(output) in drawing.HTML else inspection.xla_dot(exe)
     _write(graph, output, f"{comp.signature()} on {exe.backend}", dot)
 
 
 def _write(graph, output: str, subtitle: str, dot: str | None = None) -> None:
     outputs.write(output, drawing.render(graph, output, subtitle, dot).encode())
-    drawn = "XLA's own rendering of " if dot is not None else ""
-    click.echo(f"{output}: {drawn}{graph.title}: {len(graph.nodes)} nodes, {len(graph.edges)} "
-               f"edges, {len(graph.clusters)} clusters")
+    if dot is not None:
+        click.echo(f"{output}: XLA's own rendering of {graph.title}")
+        return
+    click.echo(f"{output}: {graph.title}: {len(graph.nodes)} nodes, {len(graph.edges)} edges, "
+               f"{len(graph.clusters)} clusters")
 
 
 # -- view ---------------------------------------------------------------------------------------

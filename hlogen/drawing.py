@@ -368,7 +368,8 @@ def to_html(graph: Graph, subtitle: str = "") -> str:
 
 
 # The forms a file can be written in, by its suffix.
-SUFFIXES = (".dot", ".gv", ".svg", ".html", ".htm")
+DOT, SVG, HTML = (".dot", ".gv"), (".svg",), (".html", ".htm")
+SUFFIXES = DOT + SVG + HTML
 
 
 def check_output(path: str) -> str:
@@ -377,7 +378,7 @@ def check_output(path: str) -> str:
     if suffix not in SUFFIXES:
         raise InputError(f"{path}: a graph is written as .dot, .svg or .html (by its suffix), "
                          f"not {suffix or 'a name without a suffix'}")
-    if suffix == ".svg" and shutil.which("dot") is None:
+    if suffix in SVG and shutil.which("dot") is None:
         raise UnsupportedError(_NO_GRAPHVIZ)
     return suffix
 
@@ -386,7 +387,7 @@ def render(graph: Graph, path: str, subtitle: str = "", dot_text: str | None = N
     """The text of `graph` in the form `path`'s suffix names. `dot_text`: DOT to use
     instead of `to_dot(graph)` for .dot and .svg (XLA's own renderer's)."""
     suffix = check_output(path)
-    if suffix in (".html", ".htm"):
+    if suffix in HTML:
         return to_html(graph, subtitle)
     dot_text = dot_text if dot_text is not None else to_dot(graph)
-    return dot_text if suffix in (".dot", ".gv") else graphviz_svg(dot_text)
+    return dot_text if suffix in DOT else graphviz_svg(dot_text)

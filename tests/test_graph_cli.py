@@ -52,6 +52,15 @@ def test_hlogen_graph_optimized_html(tmp_path, module_file):
     assert any(label.startswith("fusion") for label, _ in found["clusters"].values())
 
 
+def test_hlogen_graph_optimized_dot_is_xlas_rendering(tmp_path, module_file):
+    out = tmp_path / "opt.dot"
+    result = hlogen("graph", str(module_file), "--optimized", "-o", str(out))
+    assert result.exit_code == 0, result.output
+    assert result.output == f"{out}: XLA's own rendering of loop_reduce (XLA cpu, optimized)\n"
+    text = out.read_text()
+    assert text.startswith("digraph") and "subgraph cluster" in text and "fusion" in text
+
+
 def test_hlogen_graph_refuses_other_suffixes(tmp_path, module_file):
     result = hlogen("graph", str(module_file), "-o", str(tmp_path / "g.png"))
     assert result.exit_code == 2 and "written as .dot, .svg or .html" in result.output
