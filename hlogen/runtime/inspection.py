@@ -53,12 +53,12 @@ def _computation(graph, computations, computation, cluster, depth) -> None:
         home = graph.cluster(f"{label} %{name}", cluster,
                              kind="fusion" if opcode == "fusion" else "op") \
             if calls and depth < _MAX_DEPTH else cluster
-        nodes[name] = graph.node(
+        nodes[instruction.name] = graph.node(
             label, [f"%{name}", _LAYOUT.sub("", shape),
                     f"{os.path.basename(source.group(1))}:{source.group(2)}" if source else ""],
             home, {"parameter": "parameter", "constant": "constant"}.get(opcode, "op"),
             tooltip=text.strip()[:600])
-        if home is not cluster:
+        if home != cluster:
             for role, callee in calls:
                 inner = graph.cluster(f"{_ROLES[role]} %{callee}", home, kind="computation")
                 _computation(graph, computations, computations[callee], inner, depth + 1)
