@@ -87,8 +87,10 @@ def read_module(path: str) -> tuple[bytes, str]:
 
 
 def load_mlir(path: str) -> hg.Computation:
-    """A module from an MLIR file in any format, or from standard input for `-`."""
-    return load_bytes(*read_module(path))
+    """A module from a file in any form hg.load reads, or from standard input for `-`.
+    For the commands that read in this process (opt): HLO is read by XLA in a child
+    process, whose parser ends the process on some malformed modules."""
+    return load_bytes(*read_module(path), isolated=True)
 
 
 def single_passes(pipeline: str) -> list[str]:

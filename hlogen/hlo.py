@@ -12,10 +12,11 @@ the process on them (`optimized_refusal`); what XLA's HLO parser is known to abo
 from __future__ import annotations
 
 import re
+import signal
 
 from jaxlib.mlir import ir
 
-from hlogen import mlir, native
+from hlogen import errors, mlir, native
 from hlogen.computation import given_names, main_of, set_names
 from hlogen.errors import InputError, UnsupportedError
 
@@ -132,32 +133,79 @@ def check_parameter_numbers(text: str, where: str) -> None:
 
 # -- conversion ------------------------------------------------------------------------------
 
-def stablehlo_of_text(data: bytes, where: str) -> ir.Module:
-    """The StableHLO module of HLO text."""
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise InputError(f"{where}: HLO text that is not UTF-8 (byte {e.start})") from None
-    optimized_refusal(text, where)
-    check_parameter_numbers(text, where)
-    try:
-        proto = native.call("hlo_text_to_proto", text)
-    except Exception as e:  # jaxlib's JaxRuntimeError
-        m = _PARSER_AT.search(str(e))
-        if m:  # XLA's parser says where: file:line:col, as MLIR's errors are given
-            raise InputError(f"{where}:{m.group(1)}:{m.group(2)}: {m.group(3)}") from None
-        raise InputError(f"{where}: XLA's HLO parser refused it: {_short(e)}") from None
-    return _convert(proto, where)
+def stablehlo_module(data: bytes, kind: str, where: str, isolated: bool = False) -> ir.Module:
+    """The StableHLO module of HLO `data` (`kind` "text", or "proto": a serialized
+    HloModuleProto). `isolated`: XLA's native code runs in a child process (its HLO
+    parser ends the process on some malformed modules; see stablehlo_bytecode)."""
+    bytecode = (_bytecode_in_child(data, kind, where) if isolated
+                else stablehlo_bytecode(data, kind, where))
+    module = _parse(bytecode, where)
+    main = main_of(module, where)
+    set_names(main, parameter_names(given_names(main)))
+    return module
+
+
+def stablehlo_bytecode(data: bytes, kind: str, where: str) -> bytes:
+    """The converter's StableHLO bytecode of HLO `data`, after the refusals of what XLA
+    is known to fail or abort on. Other malformed HLO can still end the process (XLA's
+    parser CHECKs its shape rules): the command line reads HLO in a child process."""
+    if kind == "text":
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise InputError(f"{where}: HLO text that is not UTF-8 (byte {e.start})") from None
+        optimized_refusal(text, where)
+        check_parameter_numbers(text, where)
+        try:
+            proto = native.call("hlo_text_to_proto", text)
+        except Exception as e:  # jaxlib's JaxRuntimeError
+            m = _PARSER_AT.search(str(e))
+            if m:  # XLA's parser says where: file:line:col, as MLIR's errors are given
+                raise InputError(f"{where}:{m.group(1)}:{m.group(2)}: {m.group(3)}") from None
+            raise InputError(f"{where}: XLA's HLO parser refused it: {_short(e)}") from None
+    else:
+        proto = data
+        optimized_refusal(_native("hlo_proto_to_text", where,
+                                  "not an HloModuleProto XLA can read", proto), where)
+    return _native("hlo_to_stablehlo", where, "XLA's HLO-to-StableHLO converter refused it",
+                   proto)
 
 
 _PARSER_AT = re.compile(r"was parsing (\d+):(\d+): error: ([^\n]*)")
+# stablehlo_bytecode in a child process: the bytecode on stdout, or an hlogen error
+# (its class, then its message) on stderr with status 3
+_CHILD = """
+import resource, sys
+resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # no core file when XLA aborts
+from hlogen import errors, hlo
+try:
+    out = hlo.stablehlo_bytecode(sys.stdin.buffer.read(), sys.argv[1], sys.argv[2])
+except errors.HlogenError as e:
+    sys.stderr.write(f"{type(e).__name__}\\n{e}")
+    sys.exit(3)
+sys.stdout.buffer.write(out)
+"""
+_CHILD_SECONDS = 600
+# what XLA says when it ends the process
+_FATAL = re.compile(r"(Check failed: [^\n]*|LLVM ERROR: [^\n]*)")
 
 
-def stablehlo_of_proto(proto: bytes, where: str) -> ir.Module:
-    """The StableHLO module of a serialized HloModuleProto."""
-    text = _native("hlo_proto_to_text", where, "not an HloModuleProto XLA can read", proto)
-    optimized_refusal(text, where)
-    return _convert(proto, where)
+def _bytecode_in_child(data: bytes, kind: str, where: str) -> bytes:
+    child = native.run_child(_CHILD, data, [kind, where], _CHILD_SECONDS)
+    if child is None:
+        raise InputError(f"{where}: XLA did not finish reading this HLO in {_CHILD_SECONDS} s")
+    if child.returncode == 0:
+        return child.stdout
+    said = child.stderr.decode("utf-8", errors="replace")
+    if child.returncode == 3:
+        kind_of_error, _, message = said.partition("\n")
+        raise getattr(errors, kind_of_error, InputError)(message)
+    if child.returncode < 0:
+        fatal = _FATAL.search(said)
+        raise InputError(f"{where}: XLA's HLO reader ended the process on it "
+                         f"({signal.Signals(-child.returncode).name}): "
+                         f"{fatal.group(1) if fatal else 'a malformed module'}")
+    raise InputError(f"{where}: XLA could not read this HLO: {said.strip()[-2000:]}")
 
 
 def _native(name: str, where: str, what: str, *args):
@@ -172,13 +220,6 @@ def _short(error: Exception) -> str:
     return text if len(text) < 2000 else text[:2000] + " ..."
 
 
-def _convert(proto: bytes, where: str) -> ir.Module:
-    module = _to_stablehlo(proto, where)
-    main = main_of(module, where)
-    set_names(main, parameter_names(given_names(main)))
-    return module
-
-
 _UNIQUIFIED = re.compile(r"\.\d+$")
 
 
@@ -191,17 +232,16 @@ def parameter_names(names: list) -> list:
     return plain if len(set(given)) == len(given) else names
 
 
-def _to_stablehlo(proto: bytes, where: str) -> ir.Module:
-    bytecode = _native("hlo_to_stablehlo", where,
-                       "XLA's HLO-to-StableHLO converter refused it", proto)
+def _parse(bytecode: bytes, where: str) -> ir.Module:
     ctx = mlir.context()
     with mlir.collected_diagnostics() as messages:
         try:
             return ir.Module.parse(bytecode, context=ctx)
         except ir.MLIRError as e:
-            if "dialect 'mhlo' is unknown" not in f"{_all(messages)} {e}":
+            said = _all(messages) or mlir.diagnostics(e)
+            if "dialect 'mhlo' is unknown" not in said:
                 raise InputError(f"{where}: the converted module does not verify: "
-                                 f"{_all(messages)}") from None
+                                 f"{said}") from None
     return _legalize_mhlo(bytecode, where)
 
 
@@ -252,8 +292,8 @@ def _legalize_mhlo(bytecode: bytes, where: str) -> ir.Module:
     with mlir.collected_diagnostics() as messages:
         try:
             module = ir.Module.parse(text, context=ctx)
-        except ir.MLIRError:
+        except ir.MLIRError as e:
             raise InputError(f"{where}: the converted module does not verify: "
-                             f"{_all(messages)}") from None
+                             f"{_all(messages) or mlir.diagnostics(e)}") from None
     mlir.run_pipeline(module, f"builtin.module({mlir.LEGALIZE})")
     return module

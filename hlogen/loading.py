@@ -16,21 +16,24 @@ from __future__ import annotations
 import os
 import re
 import signal
-import subprocess
-import sys
 
 from jaxlib.mlir import ir
 from jaxlib.mlir._mlir_libs import _stablehlo
 
-from hlogen import exports, hlo, mlir, preflight
+from hlogen import exports, hlo, mlir, native, preflight
 from hlogen.computation import Computation, given_names, main_of, set_names
 from hlogen.errors import InputError
 
 _BYTECODE_MAGIC = b"ML\xefR"
 
 
-def load(source) -> Computation:
-    """A Computation from a file path, StableHLO text, MLIR bytecode or a portable artifact."""
+def load(source, *, isolated: bool = False) -> Computation:
+    """A Computation from a file path, or the text or bytes of a module in any form the
+    module docstring lists. `isolated=True` reads HLO with XLA's native code in a child
+    process: XLA's HLO parser ends the process on some malformed modules (a reshape to
+    another element count, a tuple index out of range) instead of reporting an error;
+    the command line reads this way. Otherwise only what is known to end it is refused
+    up front (hlogen.hlo)."""
     where = "<text>"
     if isinstance(source, os.PathLike) or (isinstance(source, str) and _looks_like_path(source)):
         where = os.fspath(source)
@@ -43,12 +46,13 @@ def load(source) -> Computation:
         source = source.encode()
     elif not isinstance(source, (bytes, bytearray)):
         raise InputError(f"load takes a path, MLIR text or bytes, got {type(source).__name__}")
-    return load_bytes(bytes(source), where)
+    return load_bytes(bytes(source), where, isolated=isolated)
 
 
-def load_bytes(data: bytes, where: str) -> Computation:
-    """A Computation from the bytes of a module in any form; `where` names them in errors."""
-    module = read_module(data, where)
+def load_bytes(data: bytes, where: str, *, isolated: bool = False) -> Computation:
+    """A Computation from the bytes of a module in any form; `where` names them in errors
+    (`isolated`: as `load` says)."""
+    module = read_module(data, where, isolated=isolated)
     preflight.check_module(module, where)
     main = main_of(module, where)
     names = given_names(main)
@@ -57,14 +61,14 @@ def load_bytes(data: bytes, where: str) -> Computation:
     return Computation(module, where)
 
 
-def read_module(data: bytes, where: str) -> ir.Module:
+def read_module(data: bytes, where: str, *, isolated: bool = False) -> ir.Module:
     """The StableHLO module of `data`, in whichever form it comes (see the docstring)."""
     if not data.startswith(_BYTECODE_MAGIC):
         if hlo.is_text(data):
-            return hlo.stablehlo_of_text(data, where)
+            return hlo.stablehlo_module(data, "text", where, isolated)
         proto = hlo.module_proto(data)
         if proto is not None:  # (its bytes fields, e.g. backend configs, become strings)
-            module = hlo.stablehlo_of_proto(proto, where)
+            module = hlo.stablehlo_module(proto, "proto", where, isolated)
             _check_strings(module, where)
             return module
         if exports.is_exported(data):
@@ -154,18 +158,11 @@ with mlir.collected_diagnostics():
 def _check_bytecode_in_child(data: bytes, where: str) -> None:
     """Reads `data` once in a child process first: corrupt bytecode can make MLIR's
     reader produce a message that is not UTF-8, and turning it into a Python string
-    ends the process (SIGABRT). Nothing else in bytecode can be checked up front.
-    (A child process, not a fork: forking a process that runs XLA threads can hang.)"""
-    package_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [package_parent, *filter(None, [os.environ.get("PYTHONPATH")])]))
-    try:
-        child = subprocess.run([sys.executable, "-c", _CHILD], input=data, env=env,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                               timeout=_CHILD_SECONDS)
-    except subprocess.TimeoutExpired:
+    ends the process (SIGABRT). Nothing else in bytecode can be checked up front."""
+    child = native.run_child(_CHILD, data, [], _CHILD_SECONDS)
+    if child is None:
         raise InputError(f"{where}: cannot read this bytecode: MLIR's reader did not finish "
-                         f"in {_CHILD_SECONDS} s") from None
+                         f"in {_CHILD_SECONDS} s")
     if child.returncode < 0:
         raise InputError(f"{where}: cannot read this bytecode: MLIR's reader ended the process "
                          f"on it ({signal.Signals(-child.returncode).name}); the file is corrupt")

@@ -1,11 +1,16 @@
 """jaxlib's readers of modules made elsewhere (XLA's HLO parser and HLO-to-StableHLO
-converter, jax.export's deserializer), as a registry the runtime fills.
+converter, jax.export's deserializer), as a registry the runtime fills; and the child
+process that native readers which may end the process run in.
 
 They live in hlogen.runtime._jaxlib, the one module of private jax imports, which starts
 jax: hlogen.runtime registers them here (importing jax only when one is first called),
 and the loading layer calls them by name, below the runtime.
 """
 from __future__ import annotations
+
+import os
+import subprocess
+import sys
 
 # name -> what it does (hlogen.runtime._jaxlib defines each)
 NAMES = {
@@ -29,3 +34,18 @@ def call(name: str, *args):
     if function is None:  # only when hlogen.runtime was never imported
         raise RuntimeError(f"{NAMES[name]}: not registered (import hlogen, not hlogen.loading alone)")
     return function(*args)
+
+
+def run_child(code: str, data: bytes, args: list, seconds: float):
+    """Runs Python `code` in a child process with `data` on its standard input (hlogen
+    importable as here), for native code that may end the process on bad input: the
+    completed process (stdout and stderr as bytes), or None when it ran out of time.
+    (A child process, not a fork: forking a process that runs XLA threads can hang.)"""
+    package_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [package_parent, *filter(None, [os.environ.get("PYTHONPATH")])]))
+    try:
+        return subprocess.run([sys.executable, "-c", code, *args], input=data, env=env,
+                              capture_output=True, timeout=seconds)
+    except subprocess.TimeoutExpired:
+        return None

@@ -346,3 +346,39 @@ def test_cli_reports_an_hlo_text_that_kills_xla_s_parser(tmp_path):
         """))
     run = cli("run", tmp_path / "gap.hlo", "--input", "2xf32=1,2")
     assert run.returncode == 2 and "numbered [1]" in run.stderr, run.stderr
+
+
+# HLO that XLA's parser ends the process on (a CHECK of its shape rules), which no rule
+# of hlogen's knows: read in a child process, it is an error
+RESHAPE_TO_ANOTHER_SIZE = textwrap.dedent("""\
+    HloModule m
+    ENTRY e {
+      p = f32[2] parameter(0)
+      ROOT r = f32[3] reshape(p)
+    }
+    """)
+
+
+def test_isolated_loading_turns_xla_s_abort_into_an_error():
+    with pytest.raises(hg.InputError, match=r"ended the process on it \(SIGABRT\): Check failed"):
+        hg.load(RESHAPE_TO_ANOTHER_SIZE, isolated=True)
+    # what a child reads well is the same module
+    assert hg.load(SORT, isolated=True).as_text() == hg.load(SORT).as_text()
+    with pytest.raises(hg.InputError, match="numbered"):  # hlogen's refusals come back as they are
+        hg.load("HloModule m\nENTRY e {\n p = f32[2] parameter(1)\n ROOT a = f32[2] add(p, p)\n}\n",
+                isolated=True)
+
+
+def test_a_converted_module_that_does_not_verify_says_why():
+    bad_slice = "HloModule m\nENTRY e {\n p = f32[2] parameter(0)\n" \
+                " ROOT r = f32[2] slice(p), slice={[0:5]}\n}\n"
+    with pytest.raises(hg.InputError, match="does not verify: (?s:.*)limit index 5 is larger"):
+        hg.load(bad_slice)
+
+
+@pytest.mark.parametrize("command", [["run", "--input", "2xf32=1,2"], ["opt"], ["compile"]])
+def test_cli_reports_hlo_that_ends_xla_s_parser(tmp_path, command):
+    (tmp_path / "reshape.hlo").write_text(RESHAPE_TO_ANOTHER_SIZE)
+    run = cli(command[0], tmp_path / "reshape.hlo", *command[1:])
+    assert run.returncode in (1, 2), run.stderr  # an exit status, not a signal
+    assert "SIGABRT" in run.stderr and "reshape.hlo" in run.stderr
