@@ -137,7 +137,9 @@ def _entry(module: ir.Module, where: str) -> ir.Operation | None:
               or ir.StringAttr(f.attributes["sym_visibility"]).value == "public"]
     if len(public) != 1:
         raise UnsupportedError(f"{where}: no @main and {len(public)} public functions: this "
-                               f"runner runs one entry function per module")
+                               f"runner runs one entry function per module (StableHLO's "
+                               f"interpreter refuses such a module too: 'module must have "
+                               f"entry func with name main')")
     public[0].attributes["sym_name"] = ir.StringAttr.get("main")
     return public[0]
 

@@ -52,8 +52,8 @@ def summary(run: Run, per_op: bool = True, max_listed: int = 50) -> str:
     for entry in run.entries:
         if entry.explained:
             files = ", ".join(os.path.basename(f) for f in entry.explained_files)
-            lines.append(f"known on {entry.backend}: {entry.explained} module{'s' * (entry.explained != 1)} of {files}: "
-                         f"{entry.reason}")
+            modules = f"{entry.explained} module{'s' * (entry.explained != 1)}"
+            lines.append(f"known on {entry.backend}: {modules} of {files}: {entry.reason}")
     listed = [r for r in run.records if r["status"] in FAILING]
     if listed:
         lines.append("failures:")

@@ -195,6 +195,8 @@ def _judge(case: Case, results: list, record: dict, backend: str, explain: bool)
 
 
 def explain_case(case: Case, backend: str) -> str:
+    if case.replicated is not None:
+        return "cannot localise: first_divergence follows one replica, this module runs several"
     try:
         found = first_divergence(case.computation, case.arguments, backend=backend)
     except HlogenError as e:
