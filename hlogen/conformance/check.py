@@ -5,7 +5,9 @@ import dataclasses
 import os
 import time
 
+from hlogen import types as T
 from hlogen.conformance import files, known, pool
+from hlogen.conformance.sample import _NOT_TESTED, _OP, _TYPE
 from hlogen.errors import ExecutionError, InputError
 
 # Failing statuses: they make the run fail (exit 1).
@@ -99,8 +101,6 @@ def finish_record(record: dict, plan, entries: list) -> None:
 def _ops_from_text(record: dict) -> None:
     """Ops and element types of a module, read from its text (for known-deviation
     patterns and the per-op summary)."""
-    from hlogen import types as T
-    from hlogen.conformance.sample import _NOT_TESTED, _OP, _TYPE
     try:
         with open(record["file"], encoding="utf-8", errors="replace") as f:
             text = f.read()

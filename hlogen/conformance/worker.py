@@ -19,7 +19,7 @@ def main() -> None:
     answers = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-    from hlogen.conformance import runner
+    from hlogen.conformance import runner  # start-up: after fd 1 points at stderr (native code prints)
     answers.write(json.dumps({"ready": True}) + "\n")
     for line in sys.stdin:
         if not line.strip():
