@@ -72,6 +72,25 @@ def _variadic_with_channel(op):
     return len(op.operands) > 1 and "channel_handle" in op.attributes
 
 
+# jax's host callbacks (io_callback, pure_callback, debug.callback and debug.print): they
+# name a Python function of the process that lowered the module by its index (or address)
+# there; in another process XLA calls whatever that is, and ends the process (SIGSEGV)
+_HOST_CALLBACKS = frozenset({
+    "xla_python_cpu_callback", "xla_ffi_python_cpu_callback",
+    "xla_ffi_partitioned_python_cpu_callback", "xla_python_gpu_callback",
+    "xla_ffi_python_gpu_callback", "xla_ffi_partitioned_python_gpu_callback"})
+
+
+def _pjrt_custom_call(op):
+    # jax's host callbacks, reserved targets, places XLA CPU does not run one
+    target = ir.StringAttr(op.attributes["call_target_name"]).value
+    if target in _HOST_CALLBACKS:
+        return (f"{target} is a jax host callback: it calls a Python function of the process "
+                f"that lowered the module, which this process does not have (XLA would end "
+                f"the process); lower the function without the callback")
+    return pjrt_refusal(op)
+
+
 _DECOMPOSABLE = "the interpreter has no usable implementation of it (it aborts, or does not finish)"
 
 # backend -> {op name: (why, when)}: the ops a backend cannot run, once hlogen.rewrites'
@@ -103,7 +122,7 @@ UNSUPPORTED = {
         "stablehlo.set_dimension_size": (
             "XLA returns the padding of a dynamic dimension as data and GetDimensionSize of it "
             "as the bound, so its results would be wrong", None),
-        "stablehlo.custom_call": ("", pjrt_refusal),  # reserved targets, regions
+        "stablehlo.custom_call": ("", _pjrt_custom_call),
         "stablehlo.rng": ("", _rng_refusal),
         "stablehlo.rng_bit_generator": ("", _bits_refusal),
     },

@@ -180,6 +180,18 @@ def test_a_corrupt_exported_is_an_input_error():
         hg.load(bytes(data))
 
 
+def test_a_jax_host_callback_is_refused_not_called():
+    # the callback is a Python function of this process, by index: in another process
+    # XLA would call whatever that index holds
+    def f(x):
+        jax.debug.callback(lambda v: None, x)
+        return x + 1
+
+    comp = hg.load(jax.jit(f).lower(np.ones(3, np.float32)).as_text())
+    with pytest.raises(hg.UnsupportedError, match="jax host callback"):
+        hg.compile(comp)
+
+
 def test_bf16_parameters_of_an_export():
     def f(x):
         return (x * 2).astype(jnp.float32)
