@@ -7,7 +7,11 @@ becomes chlo.top_k, then StableHLO) or refused with the op's name. Optimized mod
 (XLA's `*after_optimizations*` dumps: scheduled, fused, with backend configurations and
 layouts) are refused before any native code sees them where XLA is known to fail or end
 the process on them (`optimized_refusal`); what XLA's HLO parser is known to abort on
-(parameter numbers that are not 0..N-1) is refused first as well.
+(parameter numbers that are not 0..N-1) is refused first as well. Other malformed HLO
+can still end the process in XLA's parser (it CHECKs its shape rules while it reads):
+`isolated=True` runs the native part in a child process, as the command line does.
+Parameter names come from the HLO (jax's argument names, kept in dumps as metadata, or
+the instructions' names) and are kept in hlogen's name attribute.
 """
 from __future__ import annotations
 

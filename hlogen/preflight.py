@@ -175,30 +175,30 @@ class Inventory:
     def __init__(self, module: ir.Module):
         self.by_name: dict = {}
         self.types: dict = {}  # ir.Type -> the first op whose result or block argument has it
-        self.with_regions: list = []
-        by_name, types, with_regions = self.by_name, self.types, self.with_regions
+        by_name, types = self.by_name, self.types
         advance = ir.WalkResult.ADVANCE
 
-        def visit(op):
-            name = op.name
-            found = by_name.get(name)
+        def visit(op):  # (the hot loop: one call per op)
+            found = by_name.get(op.name)
             if found is None:
-                found = by_name[name] = []
+                found = by_name[op.name] = []
             found.append(op)
             for t in op.results.types:
                 if t not in types:
                     types[t] = op
-            if op.regions:
-                with_regions.append(op)
-                for region in op.regions:
-                    for block in region.blocks:
-                        for arg in block.arguments:
-                            if arg.type not in types:
-                                types[arg.type] = op
             return advance
 
         for op in module.body.operations:
             op.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
+        # an op's definition fixes how many regions it has: asked once per name
+        self.with_regions = [op for ops in by_name.values() if len(ops[0].regions)
+                             for op in ops]
+        for op in self.with_regions:
+            for region in op.regions:
+                for block in region.blocks:
+                    for arg in block.arguments:
+                        if arg.type not in types:
+                            types[arg.type] = op
 
 
 # the inventories of the last modules checked, with the modules themselves (kept alive, so
