@@ -17,8 +17,7 @@ from jaxlib.mlir._mlir_libs import _jax_mlir_ext
 from hlogen import mlir, ops, random_bits  # noqa: F401 - random_bits registers its rewrites
 from hlogen import types as T
 from hlogen.builder import InsertingBuilder, Op
-from hlogen.rewrites import (enum_attribute, int_attribute, ints_attribute, register,
-                             rewrite_module, scalar)
+from hlogen.rewrites import enum_attribute, int_attribute, ints_attribute, register, scalar
 
 INTERPRET = "interpret"
 
@@ -532,10 +531,4 @@ def _lapack(b: InsertingBuilder, op: ir.Operation, operands: list[Op]) -> list[O
     return _ROUTINES[_lapack_routine(op)](op, *operands)
 
 
-def decompose_for_interpreter(module: ir.Module) -> int:
-    """Rewrites the ops the interpreter lacks or gets wrong (the "interpret" entries of
-    hlogen.rewrites' table); returns how many."""
-    return rewrite_module(module, INTERPRET)
-
-
-__all__ = ["decompose_for_interpreter"]
+__all__: list[str] = []  # entries of hlogen.rewrites.TABLE, registered on import

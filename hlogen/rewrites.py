@@ -4,8 +4,9 @@ One table, (backend, op name) -> [Rewrite(why, when, expand)], filled by the mod
 that define rewrites (`register`, from hlogen.decompositions and hlogen.random_bits).
 A rewrite applies only where its backend needs it (`when` of the op, or always), so
 the other backend still compiles the op itself and the two stay independent oracles.
-`rewrite_module` applies a backend's rewrites to a module in place; what a backend
-cannot run even so is hlogen.preflight's UNSUPPORTED table.
+`rewrite_module` applies a backend's rewrites to a module in place (hlogen.runtime's
+prepare does, for the backend it prepares a module for); what a backend cannot run even
+so is hlogen.preflight's UNSUPPORTED table.
 
 `expand(b, op, operands)` emits the replacement with hlogen's own ops through `b`, an
 InsertingBuilder before `op`, and returns one Op per result of `op`; `int_attribute`,
@@ -79,6 +80,8 @@ def rewrite_for(backend: str, op: ir.Operation) -> Rewrite | None:
 
 def rewrite_module(module: ir.Module, backend: str) -> int:
     """Rewrites every op of `module` that `backend` needs rewritten; returns how many."""
+    if not any(key[0] == backend for key in TABLE):
+        return 0  # nothing to look for (no walk of the module)
     count = 0
     # innermost and last first: a rewrite may move the regions of the op it replaces
     for op in reversed(mlir.walk(module)):

@@ -13,7 +13,8 @@ from __future__ import annotations
 import numpy as np
 from jaxlib.mlir._mlir_libs import _jax_mlir_ext
 
-from hlogen import decompositions, mlir, ops, passes, preflight, semantics
+from hlogen import decompositions  # noqa: F401 - registers the interpreter's rewrites
+from hlogen import mlir, ops, passes, preflight, rewrites, semantics
 from hlogen import types as T
 from hlogen.builder import Builder, Op
 from hlogen.computation import Computation
@@ -70,8 +71,8 @@ def prepare(computation: Computation, for_interpreter: bool, num_replicas: int =
         attributes["mhlo.num_partitions"] = int_attr(1, 32)
     semantics.rewrite_module(legal.module)
     semantics.explicit_replica_groups(legal.module, num_replicas)
-    if for_interpreter:  # ops it has no implementation of, by their formulas
-        decompositions.decompose_for_interpreter(legal.module)
+    # what the backend lacks or gets wrong, rewritten into ops it runs (hlogen.rewrites)
+    rewrites.rewrite_module(legal.module, "interpret" if for_interpreter else "pjrt")
     leaves_out = leaf_shapes(computation.result_shapes)
     read = ["as_is" if not for_interpreter or leaf.element_type.name in _READABLE
             else "complex" if leaf.element_type.kind == T.COMPLEX else "carrier"
