@@ -41,8 +41,7 @@ def run(file: str, function_name: str | None, options: dict, default_inputs=None
     if o.profile and backends[0] == "interpret":
         raise InputError("--profile traces XLA's compile and runs; the interpreter has no trace")
     # --profile DIR: jax's trace of the compile and the runs (the interpreter's left out)
-    from hlogen.runtime import profile  # here, not at the top: start-up (it imports jax)
-    with profile.trace(o.profile) if o.profile else contextlib.nullcontext() as traced:
+    with _profile().trace(o.profile) if o.profile else contextlib.nullcontext() as traced:
         runs = [_run_on(comp, backends[0], per_replica_args, local, o, from_file)]
     runs += [_run_on(comp, b, per_replica_args, local, o, from_file) for b in backends[1:]]
     got = runs[0]["results"]
@@ -53,7 +52,7 @@ def run(file: str, function_name: str | None, options: dict, default_inputs=None
     for run_info in runs:
         _report(run_info, o)
     if o.profile:
-        click.echo(profile.report(traced, runs[0]["executable"]), err=True)
+        click.echo(_profile().report(traced, runs[0]["executable"]), err=True)
     compare.save_outputs(plan, replicas.stacked(got, o.replicas), outputs.write,
                          local if o.replicas > 1 else None)
     failed = False
@@ -71,6 +70,13 @@ def run(file: str, function_name: str | None, options: dict, default_inputs=None
         failed |= not _compared(got, expected, local, o, "", "expected")
     if failed:
         sys.exit(1)
+
+
+def _profile():
+    """hlogen.runtime.profile, when --profile asks for it (jax loads with the backend
+    otherwise: the "compile" status covers it)."""
+    from hlogen.runtime import profile  # here, not at the top: start-up (it imports jax)
+    return profile
 
 
 def _arguments(comp, o: RunOptions, local: list, default_inputs) -> list:
