@@ -63,7 +63,8 @@ def _native_code(op):
     target = ir.StringAttr(op.attributes["call_target_name"]).value
     if target.startswith("lapack_"):
         return (f"{target}: this LAPACK routine has no formulation here (the eigen, SVD and QR "
-                f"solvers run on PJRT only; hlogen rewrites jaxlib's potrf, trsm and getrf)")
+                f"solvers run on PJRT only; hlogen rewrites jaxlib's lapack_?potrf_ffi, "
+                f"lapack_?trsm_ffi and lapack_?getrf_ffi)")
     return (f"{target} is native code, which the interpreter cannot call (hlogen rewrites only "
             f"jaxlib's LAPACK potrf, trsm and getrf)")
 
