@@ -173,17 +173,21 @@ def _minor(x: Op, rows: tuple[int, int], columns: tuple[int, int]) -> Op:
                      list(batch) + [rows[1], columns[1]])
 
 
-def _triangle(x: Op, lower: bool, diagonal: bool = True) -> Op:
-    """The lower (or upper) triangle of x's matrices, zeros elsewhere (and on the diagonal
-    unless `diagonal`)."""
+def _in_triangle(x: Op, lower: bool, diagonal: bool = True) -> Op:
+    """True in the lower (or upper) triangle of x's matrices (the diagonal if `diagonal`)."""
     b, dims = x.builder, x.shape.dimensions
     rows = ops.iota(b, T.Shape(T.s32, dims), x.shape.rank - 2)
     columns = ops.iota(b, T.Shape(T.s32, dims), x.shape.rank - 1)
     if diagonal:
-        kept = ops.ge(rows, columns) if lower else ops.le(rows, columns)
-    else:
-        kept = ops.gt(rows, columns) if lower else ops.lt(rows, columns)
-    return ops.select(kept, x, _full(b, 0, x.dtype, dims))
+        return ops.ge(rows, columns) if lower else ops.le(rows, columns)
+    return ops.gt(rows, columns) if lower else ops.lt(rows, columns)
+
+
+def _triangle(x: Op, lower: bool, diagonal: bool = True) -> Op:
+    """The lower (or upper) triangle of x's matrices, zeros elsewhere (and on the diagonal
+    unless `diagonal`)."""
+    return ops.select(_in_triangle(x, lower, diagonal), x,
+                      _full(x.builder, 0, x.dtype, x.shape.dimensions))
 
 
 def _cholesky_lower(a: Op) -> tuple[Op, list[Op]]:
@@ -416,9 +420,8 @@ def _einsum(b: InsertingBuilder, op: ir.Operation, operands: list[Op]) -> list[O
 # -- LAPACK custom calls (what jax exports for linear algebra on the CPU) --------------------
 # jaxlib's lapack_?potrf_ffi, lapack_?trsm_ffi and lapack_?getrf_ffi, ? in s, d, c, z; their
 # flags are LAPACK's characters (uplo "L"/"U", side "L"/"R", trans_x "N"/"T"/"C", diag "N"/"U")
-# in mhlo.backend_config, and the leading dimensions are batch dimensions.
-
-# (the others, eigen, SVD and QR solvers among them, are refused by hlogen.preflight)
+# in mhlo.backend_config, and the leading dimensions are batch dimensions. The other
+# routines, eigen, SVD and QR solvers among them, are refused by hlogen.preflight.
 _LAPACK = re.compile(r"lapack_[sdcz](potrf|trsm|getrf)_ffi")
 
 
@@ -453,9 +456,8 @@ def _potrf(op: ir.Operation, a: Op) -> list[Op]:
     factor, pivots = _cholesky_lower(a if lower else _minor_transpose(_conj(a)))
     if not lower:
         factor = _minor_transpose(_conj(factor))
-    kept = _triangle(a, not lower, diagonal=False)  # untouched by LAPACK
     info = _first_failure([ops.not_(ops.gt(p, scalar(a.builder, 0, p.dtype))) for p in pivots])
-    return [ops.add(factor, kept), info]
+    return [ops.select(_in_triangle(a, lower), factor, a), info]  # the rest is not touched
 
 
 def _trsm(op: ir.Operation, a: Op, rhs: Op) -> list[Op]:
