@@ -117,9 +117,10 @@ def optimized_refusal(text: str, where: str) -> None:
             f"optimizations (*before_optimizations*)")
 
 
-# a computation's first line: unindented, ending with its opening brace
-_COMPUTATION = re.compile(r"^(?:ENTRY\s+)?%?([^\s(]+)[^\n]*\{[ \t]*$", re.M)
-_PARAMETER = re.compile(r"\bparameter\((\d+)\)")
+# a computation's first line: unindented (instructions are), ending with its opening brace
+_COMPUTATION = re.compile(r"^(?=[^\s}])(?:ENTRY\s+)?%?([^\s(]+)[^\n]*\{[ \t]*$", re.M)
+# (a literal first, which the regex engine finds fast; the opcode follows the shape's space)
+_PARAMETER = re.compile(r" parameter\((\d+)\)")
 
 
 def check_parameter_numbers(text: str, where: str) -> None:
