@@ -45,6 +45,13 @@ def f64_cumsum(x):
     return jax.lax.scan(lambda c, y: (c + y, c * y), jnp.float64(0), x)
 
 
+_tanh_composite = jax.lax.composite(lambda x: jnp.tanh(x), name="hlogen_test.tanh")
+
+
+def composite(x):  # a stablehlo.composite op, with its decomposition
+    return _tanh_composite(x) * 2
+
+
 def pytree(params, x):
     h = jnp.tanh(x @ params["w"] + params["b"])
     return {"out": h, "norm": jnp.sum(h * h)}
@@ -63,6 +70,7 @@ CASES = {
     "bf16": (bf16_softmax, (RNG.standard_normal(6).astype(np.float32),), True),
     "f64_scan": (f64_cumsum, (np.arange(5, dtype=np.float64),), True),
     "pytree": (pytree, (PARAMS, XS), True),
+    "composite": (composite, (np.linspace(-1, 1, 4, dtype=np.float32),), True),
 }
 
 
