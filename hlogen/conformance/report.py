@@ -49,7 +49,7 @@ def summary(run: Run, per_op: bool = True, max_listed: int = 50) -> str:
                 lines.append(f"  {backend:9} {op:40} " + ", ".join(f"{c[s]} {s}" for s in STATUSES if c[s]))
     if per_op or not any(r["status"] not in ("skipped", "disabled") for r in run.records):
         lines += _why_not_judged(run.records)  # on its own, "N skipped" does not say why
-    for entry in run.entries:
+    for entry in run.entries if per_op else ():
         if entry.explained:
             files = ", ".join(os.path.basename(f) for f in entry.explained_files)
             modules = f"{entry.explained} module{'s' * (entry.explained != 1)}"
