@@ -15,8 +15,30 @@ summed operands (a convolution's or a dot's two operands, a window sum's one), s
     bound = 2 * gamma_n * n * M
 
 per result: a bound derived from the op's reduction length and the magnitudes it sums,
-not a tolerance. `within_reassociation` applies it to a check's mismatches; the known
-deviation list names the backends it explains (`"when": "reassociation"`).
+not a tolerance (`"when": "reassociation"` in the known-deviation list).
+
+An FFT is the other kind (`fft_bound`, `"when": "fft"`): StableHLO's expected values
+come from XLA's FFT library (ducc: mixed-radix passes with correctly rounded twiddle
+factors), the reference interpreter sums the DFT directly (`__fft_1d`: for each output,
+n products by cos/sin of the phase -2*pi*j*k/n, itself rounded in double). Per result of
+a transform of length n, with ||y|| the 2-norm of its exact line (Parseval, from the
+input) and u the unit roundoff of the element type:
+
+- a direct sum of n complex products with twiddles accurate to mu (Higham 3.6: sqrt(2)
+  gamma_2 per complex product, gamma_{n-1} for the sum; 2 more roundings for the scaling
+  by 1/n and a final conversion) is within (sqrt(2) gamma_{n+4} + mu) * sum|x_j|, and
+  sum|x_j| <= sqrt(n) ||x|| = ||y|| (the 1/n of an inverse cancels the same way);
+- a radix-2 Cooley-Tukey FFT of t = ceil(log2 n) stages is within t eta / (1 - t eta)
+  ||y||, eta = mu + gamma_4 (sqrt(2) + mu) (Higham, Theorem 24.2), and each element's
+  error is at most that 2-norm; a mixed-radix FFT's passes are short direct sums, within
+  the direct sum's bound;
+
+so XLA's values are within c_xla ||y||, c_xla the larger of the two with mu = u, and the
+interpreter's within c_ref ||y||, c_ref the direct sum's with mu = gamma_3 (1 + 2 pi
+(n-1)^2 / n) (a phase up to 2 pi (n-1)^2 / n, rounded in three operations, then its
+cosine and sine rounded). Two evaluations are at most (c_xla + c_ref) ||y|| apart. The
+bound is per transformed line, for a transform over one dimension (more dimensions: not
+derived here, no bound).
 """
 from __future__ import annotations
 
@@ -30,6 +52,7 @@ from jaxlib.mlir.dialects import stablehlo
 from hlogen import mlir
 from hlogen import types as T
 from hlogen.conformance.module import Case, decode_constant
+from hlogen.rewrites import enum_attribute, ints_attribute
 
 
 def _shape(value) -> list:
@@ -76,9 +99,8 @@ def _sums(op) -> bool:
     return body == ["stablehlo.add", "stablehlo.return"]
 
 
-def reassociation_bound(case: Case, k: int) -> np.ndarray | float | None:
-    """The bound for check `k`'s actual value (result k of the case's main), or None when
-    an op of REDUCTIONS does not compute it from values this runner knows."""
+def _producer(case: Case, k: int):
+    """(the op computing check `k`'s actual value, that value, main's block), or None."""
     if case.computation is None or case.replicated is not None:
         return None
     block = case.computation._main.regions[0].blocks[0]
@@ -86,7 +108,28 @@ def reassociation_bound(case: Case, k: int) -> np.ndarray | float | None:
     if isinstance(value.owner, ir.Block):
         return None
     op = value.owner.operation if hasattr(value.owner, "operation") else value.owner
+    return op, value, block
+
+
+def _unit_roundoff(value) -> float:
+    """u of the value's element type (of its parts, for a complex type)."""
+    return float(ml_dtypes.finfo(mlir.shape_of_type(value.type).element_type.dtype).eps) / 2
+
+
+def _gamma(n: int, u: float) -> float:
+    return n * u / (1 - n * u) if n * u < 1 else math.inf
+
+
+def reassociation_bound(case: Case, k: int) -> np.ndarray | float | None:
+    """The bound for check `k`'s actual value (result k of the case's main), or None when
+    an op of REDUCTIONS does not compute it from values this runner knows."""
+    found = _producer(case, k)
+    if found is None:
+        return None
+    op, value, block = found
     if op.name not in REDUCTIONS or not _sums(op):
+        return None
+    if mlir.shape_of_type(value.type).element_type.kind != T.FLOAT:
         return None
     length, summed = REDUCTIONS[op.name]
     magnitude = 1.0
@@ -95,12 +138,43 @@ def reassociation_bound(case: Case, k: int) -> np.ndarray | float | None:
         if array is None:
             return None
         magnitude *= float(np.max(np.abs(array.astype(np.float64)), initial=0.0))
-    element = mlir.shape_of_type(value.type).element_type
-    u = float(ml_dtypes.finfo(element.dtype).eps) / 2
-    n = length(op)
+    u, n = _unit_roundoff(value), length(op)
     if n * u >= 1:
         return None
-    return 2 * (n * u / (1 - n * u)) * n * magnitude
+    return 2 * _gamma(n, u) * n * magnitude
+
+
+def fft_bound(case: Case, k: int) -> np.ndarray | None:
+    """(c_xla + c_ref) * ||y|| for each element of check `k`'s actual value when a
+    stablehlo.fft over one dimension computes it from a value this runner knows; else None."""
+    found = _producer(case, k)
+    if found is None or found[0].name != "stablehlo.fft":
+        return None
+    op, value, block = found
+    lengths = ints_attribute(op, "fft_length")
+    x = _known_value(op.operands[0], block, case.arguments)
+    if len(lengths) != 1 or lengths[0] < 1 or x is None:
+        return None
+    n, u = lengths[0], _unit_roundoff(value)
+    norm = _exact_norm(enum_attribute(op, "fft_type"), np.asarray(x).astype(np.complex128), n)
+    t = math.ceil(math.log2(n))
+    eta = u + _gamma(4, u) * (math.sqrt(2) + u)
+    cooley_tukey = t * eta / (1 - t * eta) if t * eta < 1 else math.inf
+    c_xla = max(cooley_tukey, math.sqrt(2) * _gamma(n + 4, u) + u)
+    c_ref = math.sqrt(2) * _gamma(n + 4, u) + _gamma(3, u) * (1 + 2 * math.pi * (n - 1) ** 2 / n)
+    return ((c_xla + c_ref) * norm)[..., None]
+
+
+def _exact_norm(kind: str, x: np.ndarray, n: int) -> np.ndarray:
+    """||y|| of each line of the exact transform of length n of `x` (Parseval)."""
+    line = np.sqrt(np.sum(np.abs(x) ** 2, axis=-1))
+    if kind in ("FFT", "RFFT"):
+        return math.sqrt(n) * line
+    if kind == "IFFT":
+        return line / math.sqrt(n)
+    # IRFFT: x holds spectrum values 0 .. n//2; values n//2+1 .. n-1 mirror 1 .. n-n//2-1
+    mirrored = np.sum(np.abs(x[..., 1:n - x.shape[-1] + 1]) ** 2, axis=-1)
+    return np.sqrt((line ** 2 + mirrored) / n)
 
 
 def _known_value(value, block, arguments) -> np.ndarray | None:
@@ -114,15 +188,19 @@ def _known_value(value, block, arguments) -> np.ndarray | None:
     return decode_constant(op) if op.name == "stablehlo.constant" else None
 
 
-def within_reassociation(case: Case, k: int, mask: np.ndarray, got, want) -> bool:
-    """Every mismatch of check `k` is within `reassociation_bound`."""
+# a known entry's `when` -> the bound for check k's actual value (None: not derived for it)
+BOUNDS = {"reassociation": reassociation_bound, "fft": fft_bound}
+
+
+def within(name: str, case: Case, k: int, mask: np.ndarray, got, want) -> bool:
+    """Every mismatch of check `k` is within the bound BOUNDS[name] (complex values: the
+    modulus of the difference)."""
     with mlir.context():
-        bound = reassociation_bound(case, k)
+        bound = BOUNDS[name](case, k)
     if bound is None:
         return False
     got, want = np.asarray(got), np.asarray(want)
-    if T.element_type(got.dtype).kind != T.FLOAT:
-        return False
+    wide = np.complex128 if T.element_type(got.dtype).kind == T.COMPLEX else np.float64
     with np.errstate(all="ignore"):
-        diff = np.abs(got.astype(np.float64) - want.astype(np.float64))
-    return bool(np.all(diff[mask] <= bound))
+        diff = np.abs(got.astype(wide) - want.astype(wide))
+    return bool(np.all((diff <= bound)[mask]))

@@ -89,13 +89,14 @@ def finish_record(record: dict, plan, entries: list) -> None:
     record.setdefault("types", [])
     record.setdefault("op", record["ops"][0] if record["ops"] else "(none)")
     record.setdefault("message", "")
+    known.classify(record, entries)
     if plan is not None and plan.disabled and not plan.interpret:
+        # the outcome here stays in the message, explained by a known entry or not
+        outcome = record["status"] + (f" {record['was']}" if "known" in record else "")
         record["was"] = record["status"]
-        record["message"] = (f"RUN-DISABLED upstream ({plan.disabled}); here: {record['status']}"
+        record["message"] = (f"RUN-DISABLED upstream ({plan.disabled}); here: {outcome}"
                              + (f": {record['message']}" if record["message"] else ""))
         record["status"] = "disabled"
-        return
-    known.classify(record, entries)
 
 
 def _ops_from_text(record: dict) -> None:

@@ -12,8 +12,9 @@ same format): a JSON list of entries, each with
   other failures of the same op: "subnormal" (every differing element sits where an
   input, the expected or the actual value is subnormal), "ulp<=N" (no difference
   beyond N units in the last place), "nan" (every difference is a NaN on one side),
-  "reassociation" (every difference within the bound of hlogen.conformance.bounds for
-  the reduction that computes the value: its length and the magnitudes it sums);
+  "reassociation" or "fft" (every difference within that bound of
+  hlogen.conformance.bounds for the op that computes the value: a reduction's length
+  and the magnitudes it sums, an FFT's length and its input's norm);
   `message` (optional): a regular expression the failure message must contain;
 - `reason`: why, in a sentence.
 A matching failure is reported as "known", never as a pass. An entry with `file` that
@@ -33,7 +34,8 @@ from hlogen.errors import InputError
 
 DEFAULT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "known_deviations.json")
 _FIELDS = {"backend", "op", "element_type", "file", "status", "when", "message", "reason"}
-_WHEN = re.compile(r"^(subnormal|nan|reassociation|ulp<=\d+)$")
+BOUNDED = ("reassociation", "fft")  # the `when`s of hlogen.conformance.bounds.BOUNDS
+_WHEN = re.compile(rf"^(subnormal|nan|{'|'.join(BOUNDED)}|ulp<=\d+)$")
 
 
 @dataclasses.dataclass
@@ -76,12 +78,8 @@ class Entry:
             return False
         if self.when:
             traits = record.get("traits") or {}
-            if self.when == "subnormal":
-                return bool(traits.get("subnormal_only"))
-            if self.when == "nan":
-                return bool(traits.get("nan_only"))
-            if self.when == "reassociation":
-                return bool(traits.get("reassociation_only"))
+            if self.when in ("subnormal", "nan", *BOUNDED):
+                return bool(traits.get(f"{self.when}_only"))
             if self.when.startswith("ulp<="):
                 return "max_ulp" in traits and traits["max_ulp"] <= int(self.when[5:])
         return True
@@ -127,7 +125,7 @@ def load(path: str) -> list[Entry]:
             raise InputError(f"{where}: `status` is a list of fail, error, crash, timeout, skipped")
         when = item.get("when")
         if when is not None and not (isinstance(when, str) and _WHEN.match(when)):
-            raise InputError(f"{where}: `when` is subnormal, nan, reassociation or ulp<=N, "
+            raise InputError(f"{where}: `when` is subnormal, nan, {', '.join(BOUNDED)} or ulp<=N, "
                              f"got {when!r}")
         if item.get("message") is not None:
             try:

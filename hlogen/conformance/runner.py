@@ -20,7 +20,7 @@ from hlogen import mlir
 from hlogen import types as T
 from hlogen.builder import Builder, Op
 from hlogen.conformance import files, judge
-from hlogen.conformance.bounds import within_reassociation
+from hlogen.conformance.bounds import BOUNDS, within
 from hlogen.conformance.explain import first_divergence
 from hlogen.conformance.module import Case, load_case, load_quant_dialect
 from hlogen.loading import parse_module
@@ -213,8 +213,9 @@ def judge_results(case: Case, results: list) -> dict:
         what = "holds no function" if case.computation is None else "checks nothing"
         return {"status": "ran", "message": f"ran without error; the module {what} "
                                             f"(StableHLO's runner passes such a module)"}
-    failures, traits = [], {"max_ulp": 0, "subnormal_only": True, "nan_only": True,
-                            "reassociation_only": True}
+    failures = []
+    traits = {"max_ulp": 0, "subnormal_only": True, "nan_only": True,
+              **{f"{name}_only": True for name in BOUNDS}}
     for k, check in enumerate(case.checks):
         got, want = results[k], results[n + k]
         verdict = judge.judge(check.kind, check.params, got, want)
@@ -226,9 +227,10 @@ def judge_results(case: Case, results: list) -> dict:
             traits["subnormal_only"] &= _explained_by_subnormals(verdict.mask, got, want,
                                                                  case.arguments)
             traits["nan_only"] &= _nan_on_one_side(verdict.mask, got, want)
-            traits["reassociation_only"] &= within_reassociation(case, k, verdict.mask, got, want)
+            for name in BOUNDS:
+                traits[f"{name}_only"] &= within(name, case, k, verdict.mask, got, want)
         else:
-            traits["subnormal_only"] = traits["nan_only"] = traits["reassociation_only"] = False
+            traits.update({key: False for key in traits if key.endswith("_only")})
     if not failures:
         return {"status": "pass", "message": ""}
     return {"status": "fail", "message": "; ".join(failures), "traits": traits}
