@@ -191,8 +191,9 @@ class _PipelinesHelp(click.Command):
               help="Print the module after each pass to standard error.")
 @reports_errors
 def opt(file, pipeline, mlir_pipeline, fmt, target_version, output, force, print_ir_after_all):
-    """Run a pass pipeline on IN (StableHLO text, bytecode or a portable artifact; - reads
-    standard input) and write the result."""
+    """Run a pass pipeline on IN (StableHLO text, bytecode or a portable artifact, XLA's
+    HLO text or protos, or a serialized jax Exported, recognized by content; - reads
+    standard input) and write the result: `hlogen opt dump.txt -o dump.mlir` converts HLO."""
     # here, not at the top: start-up (`hlogen --help` and run's parent need no hlogen)
     from hlogen import passes
     from hlogen.errors import HlogenError  # (start-up, as above)
@@ -292,8 +293,9 @@ _VALUE_HELP = ("2x3xf32=1,2,3,4,5,6, \"2x3xf32=[1 2 3][4 5 6]\", 2x3xf32=0 (a sp
 def run(file, function_name, **options):
     """Compile and run a computation and print its results.
 
-    IN: a module (.mlir text, bytecode or portable artifact; - reads standard input), a
-    compiled file (hlogen compile -o: run without compiling), or a .py file of
+    IN: a module (.mlir text, bytecode or portable artifact, XLA's HLO text or protos as
+    XLA dumps them, or a serialized jax Exported, recognized by content; - reads standard
+    input), a compiled file (hlogen compile -o: run without compiling), or a .py file of
     @hg.function definitions."""
     if options["replicas"] is None:
         options["replicas"] = options["num_processes"]
@@ -335,8 +337,9 @@ def _in_child(work: str, arguments: dict, file: str, timeout=None, distributed=F
 def compile_command(file, function_name, backend, output, hlo, cost, memory, no_cache, verbose):
     """Compile IN with XLA: its optimized HLO, a compiled file, its cost analysis.
 
-    IN: a module (.mlir text, bytecode or portable artifact; - reads standard input) or
-    a .py file of @hg.function definitions."""
+    IN: a module (.mlir text, bytecode or portable artifact, XLA's HLO text or protos, or
+    a serialized jax Exported; - reads standard input) or a .py file of @hg.function
+    definitions."""
     if not (output or cost or memory):
         hlo = True
     _in_child("run:compile_module", {"file": file, "function_name": function_name,
