@@ -16,7 +16,7 @@ from jaxlib.mlir.dialects import func, stablehlo
 
 from hlogen import mlir, native
 from hlogen import types as T
-from hlogen.computation import given_names, set_names
+from hlogen.computation import given_names, main_of, set_names
 from hlogen.errors import InputError, UnsupportedError
 
 # flatbuffers' root offset, then jax's serialization: the portable artifact inside starts
@@ -56,17 +56,9 @@ def load_exported(data: bytes, where: str, parse) -> ir.Module:
     return module
 
 
-def _main(module: ir.Module) -> ir.Operation:
-    for op in module.body.operations:
-        if op.operation.name == "func.func" and \
-                ir.StringAttr(op.attributes["sym_name"]).value == "main":
-            return op.operation
-    raise InputError("the exported module has no function @main")
-
-
 def _wrap(module: ir.Module, parts: dict, where: str) -> None:
     ctx = mlir.context()
-    inner = _main(module)
+    inner = main_of(module, where)
     inner_type = ir.FunctionType(ir.TypeAttr(inner.attributes["function_type"]).value)
     inputs, results = list(inner_type.inputs), list(inner_type.results)
     platforms = parts["platforms"]
@@ -104,12 +96,7 @@ def _wrap(module: ir.Module, parts: dict, where: str) -> None:
             args += [block.arguments[i] for i in kept]
             call = func.CallOp(results, ir.FlatSymbolRefAttr.get(_INNER), args)
             func.ReturnOp(list(call.results)[token_results:])
-    paths = parts["paths"]
+    # jax's names of the arguments the module takes (argument locations); the others,
+    # which it drops, are arg<i>: known by position only
     by_kept = dict(zip(kept, names))
-    set_names(wrapper.operation, [by_kept.get(i) or _path_name(paths[i])
-                                  for i in range(len(types))])
-
-
-def _path_name(path: str) -> str | None:
-    # "[0][1]['w']": the positional arguments' tuple, then the path inside it
-    return path[3:] if path.startswith("[0]") and len(path) > 3 else None
+    set_names(wrapper.operation, [by_kept.get(i) for i in range(len(types))])

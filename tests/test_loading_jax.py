@@ -158,6 +158,7 @@ def test_a_serialized_exported_takes_every_argument_exp_call_takes():
     assert exp.module_kept_var_idx == (0, 2)
     comp = hg.load(bytes(exp.serialize()))
     assert comp.parameter_shapes == [hg.f32[2], hg.s32[()], hg.f32[2]]
+    assert comp.parameter_names == ["x", "arg1", "y"]  # unused: known by position
     np.testing.assert_array_equal(hg.compile(comp)(x, u, y), exp.call(x, u, y))
     np.testing.assert_array_equal(hg.interpret(comp, x, u, y), [12, 24])
 

@@ -119,11 +119,6 @@ def hlo_to_stablehlo(proto: bytes) -> bytes:
 def exported_parts(data: bytes) -> dict:
     """What hlogen needs of jax.export's serialized `Exported` (jax's own reader)."""
     exp = jax.export.deserialize(bytearray(data))
-    # each flat argument's pytree path, e.g. "[0]['w']" (args, kwargs): names where the
-    # module's own argument locations have none
-    leaves = _tree_util.tree_unflatten(exp.in_tree, list(range(len(exp.in_avals))))
-    paths = [jax.tree_util.keystr(path) for path, _ in
-             jax.tree_util.tree_flatten_with_path(leaves)[0]]
     return {
         "module": bytes(exp.mlir_module_serialized),
         "name": exp.fun_name,
@@ -133,7 +128,6 @@ def exported_parts(data: bytes) -> dict:
         "ordered_effects": len(exp.ordered_effects),
         "calling_convention_version": exp.calling_convention_version,
         "nr_devices": exp.nr_devices,
-        "paths": paths,
     }
 
 
@@ -176,15 +170,6 @@ def hlo_modules(loaded) -> list:
 def hlo_dot(module) -> str:
     """XLA's own Graphviz rendering of an optimized HLO module (fusions as clusters)."""
     return _hlo.hlo_module_to_dot_graph(module)
-
-
-def profiler_trace(directory: str):
-    """jax's profiler around a block: a Perfetto trace (perfetto_trace.json.gz) and an
-    XPlane (TensorBoard's) under DIRECTORY/plugins/profile/RUN/. Python's calls are left
-    out (they would bury XLA's ops)."""
-    options = jax.profiler.ProfileOptions()
-    options.python_tracer_level = 0
-    return jax.profiler.trace(directory, create_perfetto_trace=True, profiler_options=options)
 
 
 def profiler_trace(directory: str):
