@@ -302,32 +302,61 @@ def _interpreter_fft_fails(op: ir.Operation) -> bool:
           "the interpreter aborts on c64 (and f32) FFTs and computes odd-length IRFFTs wrongly",
           _interpreter_fft_fails)
 def _fft(b: InsertingBuilder, op: ir.Operation, operands: list[Op]) -> list[Op]:
-    """The FFT in double precision (c128, f64), converted back; an odd-length IRFFT as
-    the real part of the inverse FFT of its Hermitian spectrum."""
+    """The FFT in double precision (c128, f64), converted back. The real transforms' last
+    dimension is a DFT of real matrices (two dot_generals): half the interpreter's work for
+    an RFFT (it computes the whole spectrum, then slices), and an IRFFT of any length as
+    the real part of the inverse of its Hermitian spectrum."""
     (x,) = operands
     kind, lengths = enum_attribute(op, "fft_type"), ints_attribute(op, "fft_length")
     result = mlir.shape_of_type(op.results[0].type)
     if x.dtype.name in _WIDER:
         x = ops.convert_element_type(x, _WIDER[x.dtype.name])
-    if kind == "IRFFT" and lengths[-1] % 2 == 1:
-        y = _odd_irfft(x, lengths)
+    if kind == "RFFT":
+        y = _over_outer(_real_dft(x, lengths[-1], inverse=False), "FFT", lengths)
+    elif kind == "IRFFT":
+        y = _real_dft(_over_outer(x, "IFFT", lengths), lengths[-1], inverse=True)
     else:
         y = ops.fft(x, kind, lengths)
     return [ops.convert_element_type(y, result.element_type) if y.dtype != result.element_type
             else y]
 
 
-def _odd_irfft(x: Op, lengths: list[int]) -> Op:
-    rank, n = x.shape.rank, lengths[-1]
-    if len(lengths) > 1:  # the inverse FFT over the outer dimensions first
-        outer = list(range(rank - len(lengths), rank - 1))
-        moved = list(range(rank - len(lengths))) + [rank - 1] + outer
-        back = [moved.index(d) for d in range(rank)]
-        x = ops.transpose(ops.fft(ops.transpose(x, moved), "IFFT", lengths[:-1]), back)
-    kept = x.shape.dimensions[-1]  # n // 2 + 1 values; value n - k is value k's conjugate
-    mirrored = ops.slice_in_dim(x, 1, n - kept + 1, 1, rank - 1)
-    spectrum = ops.concatenate([x, _conj(ops.rev(mirrored, [rank - 1]))], rank - 1)
-    return ops.real(ops.fft(spectrum, "IFFT", [n]))
+def _over_outer(x: Op, kind: str, lengths: list[int]) -> Op:
+    """The FFT or IFFT of x over the transformed dimensions but the last."""
+    if len(lengths) == 1:
+        return x
+    rank = x.shape.rank
+    outer = list(range(rank - len(lengths), rank - 1))
+    moved = list(range(rank - len(lengths))) + [rank - 1] + outer
+    back = [moved.index(d) for d in range(rank)]
+    return ops.transpose(ops.fft(ops.transpose(x, moved), kind, lengths[:-1]), back)
+
+
+def _real_dft(x: Op, n: int, inverse: bool) -> Op:
+    """Over the last dimension: the n // 2 + 1 first values of the DFT of the real x, or
+    the n real values of the inverse DFT of the Hermitian spectrum whose n // 2 + 1 first
+    values x holds (value n - k is value k's conjugate; the imaginary parts of value 0,
+    and of value n / 2 for an even n, do not count)."""
+    half = n // 2 + 1
+    # phase 2 pi r / n with r = k j mod n exact: rounded once, whatever k j
+    r = np.arange(half)[:, None] * np.arange(n)[None, :] % n
+    cos, sin = np.cos(2 * np.pi * r / n), np.sin(2 * np.pi * r / n)
+    sin[(r == 0) | (2 * r == n)] = 0.0
+    contract = {"lhs_contracting_dimensions": (x.shape.rank - 1,),
+                "rhs_contracting_dimensions": (0,)}
+    if not inverse:  # Y_k = sum_j x_j (cos - i sin)
+        return ops.complex(ops.dot_general(x, _matrix(x, cos.T), contract),
+                           ops.dot_general(x, _matrix(x, -sin.T), contract))
+    # y_j = (1/n) sum_k w_k (Re X_k cos - Im X_k sin), w_k = 2 for the mirrored values
+    mirrored = (np.arange(half) >= 1) & (np.arange(half) <= n - half)
+    weight = np.where(mirrored, 2.0, 1.0)[:, None] / n
+    re, im = ops.real(x), ops.imag(x)
+    return ops.add(ops.dot_general(re, _matrix(re, weight * cos), contract),
+                   ops.dot_general(im, _matrix(im, -weight * sin), contract))
+
+
+def _matrix(like: Op, values: np.ndarray) -> Op:
+    return like.builder.constant(values.astype(like.dtype.dtype))
 
 
 # -- ops XLA CPU runs that the interpreter lacks (older forms of others) --------------------

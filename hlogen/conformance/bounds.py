@@ -19,8 +19,10 @@ not a tolerance (`"when": "reassociation"` in the known-deviation list).
 
 An FFT is the other kind (`fft_bound`, `"when": "fft"`): StableHLO's expected values
 come from XLA's FFT library (ducc: mixed-radix passes with correctly rounded twiddle
-factors), the reference interpreter sums the DFT directly (`__fft_1d`: for each output,
-n products by cos/sin of the phase -2*pi*j*k/n, itself rounded in double). Per result of
+factors), the interpreter sums the DFT directly: its own `__fft_1d` (for each output, n
+products by cos/sin of the phase -2*pi*j*k/n, itself rounded in double), or hlogen's
+rewrite (hlogen.decompositions: dot_generals with correctly rounded twiddles, within the
+same bound). Per result of
 a transform of length n, with ||y|| the 2-norm of its exact line (Parseval, from the
 input) and u the unit roundoff of the element type:
 
