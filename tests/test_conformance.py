@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import subprocess
+import sys
 import xml.etree.ElementTree as ET
 
 import numpy as np
@@ -366,3 +368,20 @@ def test_disabled_round_trip_and_interpreter_only_files(tmp_path):
     roundtrip = got[("roundtrip.mlir", "roundtrip")]
     assert roundtrip["status"] == "pass" and len(run.records) == 5
     assert not run.failed
+
+
+def test_check_from_a_folder_holding_a_clone_and_a_numpy_py(tmp_path):
+    """The workers import what is installed, not the current folder's hlogen/ or numpy.py
+    (the installed console script, run as a user runs it)."""
+    (tmp_path / "hlogen").mkdir()
+    (tmp_path / "hlogen" / "__init__.py").write_text("raise SystemExit('imported ./hlogen')\n")
+    (tmp_path / "numpy.py").write_text("raise SystemExit('imported ./numpy.py')\n")
+    write_testdata(tmp_path / "double.mlir", "%2 = stablehlo.add %0, %0 : tensor<4xf32>",
+                   "[1.0, 2.0, 3.0, 4.0]", "[2.0, 4.0, 6.0, 8.0]")
+    environment = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    hlogen = pathlib.Path(sys.executable).with_name("hlogen")
+    done = subprocess.run([str(hlogen), "check", "double.mlir", "--backend", "all", "-j", "2"],
+                          cwd=tmp_path, capture_output=True, text=True, env=environment,
+                          timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "interpret: 1 pass" in done.stdout and "cpu: 1 pass" in done.stdout, done.stdout

@@ -1,7 +1,9 @@
 """Worker processes that may die: a pool that runs tasks with a time limit each.
 
-Each worker slot is a thread that owns one `python -m hlogen.conformance.worker`
-process. A worker that dies (a native abort: SIGABRT, SIGSEGV, ...) or passes the
+Each worker slot is a thread that owns one worker process (hlogen.conformance.worker),
+which imports what this installation holds whatever the current folder has (a clone
+named hlogen/, a numpy.py): started with `python -c`, which puts that folder first on
+sys.path, it takes it off before importing anything. A worker that dies (a native abort: SIGABRT, SIGSEGV, ...) or passes the
 time limit is recorded against the task it was running, with the signal and the last
 lines it wrote to stderr, and replaced by a fresh one; the run goes on.
 """
@@ -19,6 +21,8 @@ import threading
 import time
 
 _START_SECONDS = 120  # importing jax and starting XLA, on a loaded machine
+_WORKER = ("import sys; sys.path[:] = [p for p in sys.path if p]; "
+           "from hlogen.conformance import worker; worker.main()")
 
 
 def _environment() -> dict:
@@ -37,10 +41,13 @@ class Worker:
     def __init__(self):
         self.stderr = tempfile.TemporaryFile()
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "hlogen.conformance.worker"], stdin=subprocess.PIPE,
+            [sys.executable, "-c", _WORKER], stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=self.stderr, env=_environment())
         self._buffer = b""
-        ready = self._read_line(_START_SECONDS)
+        try:
+            ready = self._read_line(_START_SECONDS)
+        except EOFError:  # it died while starting
+            ready = None
         if ready is None or not ready.get("ready"):
             self.kill()
             raise RuntimeError(f"a conformance worker did not start: {self.stderr_tail(0)}")

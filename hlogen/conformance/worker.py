@@ -1,4 +1,4 @@
-"""A worker process: `python -m hlogen.conformance.worker` reads tasks, one JSON object
+"""A worker process (`main`, started by hlogen.conformance.pool) reads tasks, one JSON object
 per line on stdin ({"file", "module", "backend"}, or {"batch": [those]} for PJRT
 modules compiled together), and answers each with one JSON line (a record of
 hlogen.conformance.runner, or {"records": [...]}). It first answers {"ready": true}.
