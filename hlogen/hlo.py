@@ -117,6 +117,22 @@ def optimized_refusal(text: str, where: str) -> None:
             f"optimizations (*before_optimizations*)")
 
 
+# XLA's topk of the smallest elements: the converter's mhlo.topk reads back without its
+# `largest` (see LEGALIZED), so it would silently become the largest
+_SMALLEST_TOPK = re.compile(r"\btopk\([^\n]*\blargest=false")
+
+
+def refusals(text: str, where: str) -> None:
+    """What hlogen refuses of an HLO module before XLA's code sees it (its text)."""
+    optimized_refusal(text, where)
+    m = _SMALLEST_TOPK.search(text)
+    if m:
+        line = text.count("\n", 0, m.start()) + 1
+        raise UnsupportedError(f"{where}:{line}: topk with largest=false: hlogen legalizes "
+                               f"XLA's topk of the largest elements only; negate the operand "
+                               f"and the values instead")
+
+
 # a computation's first line: unindented (instructions are), ending with its opening brace
 _COMPUTATION = re.compile(r"^(?=[^\s}])(?:ENTRY\s+)?%?([^\s(]+)[^\n]*\{[ \t]*$", re.M)
 # (a literal first, which the regex engine finds fast; the opcode follows the shape's space)
@@ -159,7 +175,7 @@ def stablehlo_bytecode(data: bytes, kind: str, where: str) -> bytes:
             text = data.decode("utf-8")
         except UnicodeDecodeError as e:
             raise InputError(f"{where}: HLO text that is not UTF-8 (byte {e.start})") from None
-        optimized_refusal(text, where)
+        refusals(text, where)
         check_parameter_numbers(text, where)
         try:
             proto = native.call("hlo_text_to_proto", text)
@@ -170,8 +186,8 @@ def stablehlo_bytecode(data: bytes, kind: str, where: str) -> bytes:
             raise InputError(f"{where}: XLA's HLO parser refused it: {_short(e)}") from None
     else:
         proto = data
-        optimized_refusal(_native("hlo_proto_to_text", where,
-                                  "not an HloModuleProto XLA can read", proto), where)
+        refusals(_native("hlo_proto_to_text", where, "not an HloModuleProto XLA can read",
+                         proto), where)
     return _native("hlo_to_stablehlo", where, "XLA's HLO-to-StableHLO converter refused it",
                    proto)
 

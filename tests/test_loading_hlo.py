@@ -151,6 +151,17 @@ def test_parameters_numbered_with_a_gap_are_refused_before_xla_parses_them():
         hg.load(text)
 
 
+def test_topk_of_the_smallest_is_refused_not_turned_into_the_largest():
+    text = ("HloModule m\nENTRY e {\n p = f32[6] parameter(0)\n"
+            " ROOT r = (f32[3], s32[3]) topk(p), k=3, largest=false\n}\n")
+    with pytest.raises(hg.UnsupportedError, match="<text>:4: topk with largest=false"):
+        hg.load(text)
+    largest = hg.load(text.replace("largest=false", "largest=true"))
+    got = hg.compile(largest)(np.array([3, 1, 4, 1, 5, 9], np.float32))
+    np.testing.assert_array_equal(got[0], [9, 5, 4])
+    np.testing.assert_array_equal(got[1], [5, 4, 2])
+
+
 def test_hlo_that_xla_refuses_is_an_input_error():
     with pytest.raises(hg.InputError, match="<text>:4:18: .*Unknown opcode: frobnicate"):
         hg.load("HloModule m\nENTRY e {\n p = f32[2] parameter(0)\n"
