@@ -440,3 +440,45 @@ except hg.HlogenError as e:
                            "print(len(jax.devices()))"],
                           capture_output=True, text=True, timeout=120, env=env)
     assert done.stdout.strip() == "3", done.stderr
+
+
+# -- collective_broadcast (loaded modules: hlogen has no builder op for it) ----------------------
+
+BROADCAST = """func.func @main(%operand : tensor<1x2xi64>) -> tensor<1x2xi64> {
+  %result = "stablehlo.collective_broadcast"(%operand) {
+    replica_groups = dense<GROUPS> : tensor<SHAPExi64>,
+    channel_handle = #stablehlo.channel_handle<handle = 0, type = 0>
+  } : (tensor<1x2xi64>) -> tensor<1x2xi64>
+  return %result : tensor<1x2xi64>
+}"""
+
+
+def _broadcast_module(groups):
+    shape = f"{len(groups)}x{len(groups[0])}"
+    return hg.load(BROADCAST.replace("GROUPS", str(groups)).replace("SHAPE", shape))
+
+
+def _broadcast_by_the_spec(groups, per_replica):
+    """StableHLO's spec: a replica in group g gets the operand of g's first replica; a
+    replica in no group gets zeros."""
+    first = {r: g[0] for g in groups for r in g}
+    return [per_replica[first[r]] if r in first else np.zeros_like(per_replica[r])
+            for r in range(len(per_replica))]
+
+
+@pytest.mark.skipif(CORES < 2, reason="the interpreter runs one replica per core")
+@pytest.mark.parametrize("groups", [[[1]], [[0]], [[1, 0]], [[0], [1]]])
+def test_collective_broadcast_leaves_replicas_in_no_group_zeros(groups):
+    per_replica = [np.array([[1 + 2 * r, 2 + 2 * r]], np.int64) for r in range(2)]
+    got = run_replicated(_broadcast_module(groups), [[x] for x in per_replica], "interpret")
+    check(got, _broadcast_by_the_spec(groups, per_replica))
+
+
+def test_collective_broadcast_rules_and_xla_cpu():
+    with pytest.raises(hg.ShapeError, match=r"collective_broadcast: replica_groups=\[\[2\]\] "
+                                            r"names ids outside the 2 replicas: \[2\] out of range"):
+        hg.compile(_broadcast_module([[2]]), backend="interpret", num_replicas=2)
+    # XLA CPU has no CollectiveBroadcast, whatever the groups: refused when compiled
+    for groups in ([[1]], [[1, 0]]):
+        with pytest.raises(hg.UnsupportedError, match="collective-broadcast"):
+            hg.compile(_broadcast_module(groups), backend="cpu", num_replicas=2)

@@ -5,9 +5,10 @@ ReplicaId; Send, Recv, Infeed (with the tokens StableHLO threads through them).
 
 Replica groups are checked twice: here, when emitted, as a partition of the replica
 ids they name (0..K-1, each once); and when compiled for N replicas
-(`check_module_replicas`, from hlogen.preflight), against N: the groups must cover
-exactly the N replicas, and an empty list (every replica, one group) must agree with
-the shard or split count. The shape rules are the `*_shape` functions.
+(`check_replicas`, from hlogen.preflight), against N: the groups must cover exactly
+the N replicas (collective_broadcast's at most once each: the spec gives a replica in
+no group zeros), and an empty list (every replica, one group) must agree with the
+shard or split count. The shape rules are the `*_shape` functions.
 """
 from __future__ import annotations
 
@@ -51,9 +52,10 @@ def _parse_groups(op_name: str, groups, equal_sizes: bool) -> list[list[int]]:
 
 
 def check_partition(op_name: str, groups: list[list[int]], num_replicas: int | None,
-                    equal_sizes: bool) -> None:
+                    equal_sizes: bool, complete: bool = True) -> None:
     """The rule on non-empty replica groups: each replica (0..N-1; N = the number of ids
-    named when `num_replicas` is None) in exactly one group, no group empty."""
+    named when `num_replicas` is None) in exactly one group (at most one where not
+    `complete`), no group empty."""
     if not groups:
         return
     ids = [r for g in groups for r in g]
@@ -66,11 +68,12 @@ def check_partition(op_name: str, groups: list[list[int]], num_replicas: int | N
         raise ShapeError(f"{where} names replica(s) {repeated} more than once: the groups must "
                          f"be a partition of the replicas (each in exactly one group)")
     outside = sorted(r for r in ids if not 0 <= r < n)
-    missing = sorted(set(range(n)) - set(ids))
+    missing = sorted(set(range(n)) - set(ids)) if complete else []
     if outside or missing:
         count = (f"the {num_replicas} replicas" if num_replicas is not None
                  else f"the replicas 0..{n - 1} (as many ids as the groups hold)")
-        raise ShapeError(f"{where} is not a partition of {count}: "
+        raise ShapeError(f"{where} {'is not a partition of' if complete else 'names ids outside'} "
+                         f"{count}: "
                          + "; ".join(filter(None, [outside and f"{outside} out of range",
                                                    missing and f"{missing} in no group"])))
     if equal_sizes and len({len(g) for g in groups}) > 1:
@@ -420,6 +423,8 @@ def _group_count(op) -> int | None:
 
 
 _EQUAL_SIZES = {"stablehlo.all_gather", "stablehlo.all_to_all", "stablehlo.reduce_scatter"}
+# the spec gives a replica in no group zeros (collective_broadcast's "otherwise")
+_PARTIAL = {"stablehlo.collective_broadcast"}
 OPS = _EQUAL_SIZES | {"stablehlo.all_reduce", "stablehlo.collective_permute",
                       "stablehlo.collective_broadcast", "stablehlo.replica_id",
                       "stablehlo.partition_id"}
@@ -445,7 +450,8 @@ def check_replicas(op: ir.Operation, num_replicas: int) -> str | None:
                              f"replica_groups None gives) does not fit {num_replicas} replicas: "
                              f"compile for {count}, or name replica groups that cover all "
                              f"{num_replicas}")
-        check_partition(short, groups, num_replicas, name in _EQUAL_SIZES)
+        check_partition(short, groups, num_replicas, name in _EQUAL_SIZES,
+                        complete=name not in _PARTIAL)
         size = len(groups[0]) if groups else num_replicas
         if count is not None and count != size:
             given = "" if short == "all_to_all" else " (from the result and operand dimensions)"
