@@ -8,6 +8,7 @@ import math
 import os
 
 import numpy as np
+import pytest
 from click.testing import CliRunner
 
 from hlogen import conformance, mlir
@@ -359,3 +360,36 @@ def test_expect_close_on_the_interpreter_an_fft_within_its_bound_is_known(tmp_pa
     # without the entry, the same module fails
     plain = conformance.run([str(tmp_path / "rfft_within.mlir")], ["interpret"], jobs=1)
     assert plain.records[0]["status"] == "fail"
+
+
+BROADCAST = RUN + """module @left_out {
+  func.func @collective_broadcast(%operand : tensor<1x2xi64>) -> tensor<1x2xi64> {
+    %result = "stablehlo.collective_broadcast"(%operand) {
+      replica_groups = dense<[[1]]> : tensor<1x1xi64>,
+      channel_handle = #stablehlo.channel_handle<handle = 0, type = 0>
+    } : (tensor<1x2xi64>) -> tensor<1x2xi64>
+    return %result : tensor<1x2xi64>
+  }
+  func.func @main() {
+    %operand0 = stablehlo.constant dense<[[1, 2]]> : tensor<1x2xi64>
+    %operand1 = stablehlo.constant dense<[[3, 4]]> : tensor<1x2xi64>
+    %results:2 = "interpreter.run_parallel"(%operand0, %operand1) {
+      programs=[[@collective_broadcast], [@collective_broadcast]]
+    } : (tensor<1x2xi64>, tensor<1x2xi64>) -> (tensor<1x2xi64>, tensor<1x2xi64>)
+    check.expect_eq_const %results#0, dense<[[0, 0]]> : tensor<1x2xi64>
+    check.expect_eq_const %results#1, dense<[[3, 4]]> : tensor<1x2xi64>
+    func.return
+  }
+}
+"""
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="the interpreter runs one replica per core")
+def test_collective_broadcast_to_a_group_that_leaves_a_replica_out(tmp_path):
+    """The spec's zeros for replica 0, in no group: the interpreter gives them; XLA CPU has
+    no CollectiveBroadcast (skipped, with its reason)."""
+    (tmp_path / "collective_broadcast.mlir").write_text(BROADCAST)
+    got = by_file(conformance.run([str(tmp_path)], ["interpret", "cpu"], jobs=2))
+    assert got[("collective_broadcast.mlir", 0, "interpret")]["status"] == "pass"
+    cpu = got[("collective_broadcast.mlir", 0, "cpu")]
+    assert cpu["status"] == "skipped" and "collective-broadcast" in cpu["message"], cpu
