@@ -187,6 +187,10 @@ def inverse(a):
     return jnp.linalg.inv(a)
 
 
+def seven(x):  # a tuple long enough for XLA's /*index=5*/ comments
+    return tuple(x * i for i in range(7))
+
+
 def swap(a, b):  # optimized, a module of copies XLA compiles again
     return b, a
 
@@ -206,6 +210,7 @@ FUNCTIONS = {
     "scan": (scan, [np.arange(5, dtype=np.float32)], True),
     "top3": (top3, [np.array([3, 1, 4, 1, 5, 9], np.float32)], True),
     "inverse": (inverse, [MATRIX], False),  # LAPACK custom calls
+    "seven": (seven, [XS], True),
     "swap": (swap, [MATRIX, XS], True),
     "matmul": (matmul, [MATRIX, MATRIX], True),
 }
@@ -259,6 +264,11 @@ def test_xla_dumps_before_optimizations_run_as_jax_ran_them(dumps, name, suffix)
         assert len(got) == len(expected)
         for g, e in zip(got, expected):
             np.testing.assert_allclose(g, e, rtol=2e-5, atol=1e-6)
+
+
+def test_dumps_carry_the_sections_and_comments_hlogen_reads(dumps):
+    text = _dumped(dumps, "seven", "before_optimizations.txt").read_text()
+    assert "\nFileNames\n" in text and "\nStackFrames\n" in text and "/*index=5*/" in text
 
 
 def test_dump_parameters_keep_jax_s_names(dumps):
