@@ -150,6 +150,8 @@ def serialize(loaded) -> bytes:
 def deserialize(client, data: bytes, devices: list):
     """A LoadedExecutable from `serialize`'s bytes. Only for bytes this process can trust:
     XLA's loader is not hardened against corrupt input (the cache checks a digest first)."""
+    if client.platform == "cpu" and _LAPACK_TARGET in data:  # as for compile: a cached
+        _initialize_lapack()  # executable calls the kernels as well (without them, SIGSEGV)
     return client.deserialize_executable(data, xla_client.DeviceList(tuple(devices)),
                                          _options(devices))
 
