@@ -248,7 +248,9 @@ def compile_module(file: str, function_name: str | None, backend: str | None, ou
         click.echo(exe.optimized_hlo().rstrip("\n"))
     if cost:
         for name, value in sorted((_cost_name(k), v) for k, v in exe.cost_analysis().items()):
-            click.echo(f"{name}: {value:g}")
+            # XLA reports a figure it does not estimate as a negative number
+            click.echo(f"{name}: {value:g}" if value >= 0 else
+                       f"{name}: not estimated by XLA on {exe.backend} ({value:g})")
     if memory:
         from hlogen.runtime import inspection  # here, not at the top: start-up (jax)
         for name, size in inspection.memory_analysis(exe).items():
