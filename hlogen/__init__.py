@@ -31,8 +31,10 @@ from hlogen.ops.linalg import DotDimensionNumbers  # noqa: E402
 from hlogen.runtime import compile, interpret  # noqa: E402
 from hlogen.types import (ELEMENT_TYPES, ElementType, Shape, TokenShape,  # noqa: E402
                           TupleShape, element_type, token, tuple_shape)
-from hlogen.types import (bf16, c64, c128, f8e4m3fn, f8e5m2, f16, f32, f64,  # noqa: E402
-                          pred, s4, s8, s16, s32, s64, u4, u8, u16, u32, u64)
+from hlogen.types import (bf16, c64, c128, f4e2m1fn, f6e2m3fn, f6e3m2fn,  # noqa: E402
+                          f8e3m4, f8e4m3, f8e4m3b11fnuz, f8e4m3fn, f8e4m3fnuz, f8e5m2,
+                          f8e5m2fnuz, f8e8m0fnu, f16, f32, f64, pred, s2, s4, s8, s16, s32,
+                          s64, u2, u4, u8, u16, u32, u64)
 
 __version__ = "0.1.0"
 

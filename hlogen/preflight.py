@@ -69,6 +69,15 @@ def _native_code(op):
             f"jaxlib's LAPACK potrf, trsm and getrf)")
 
 
+def _two_bit_sort(op):
+    # XLA CPU returns garbage for s2/u2 operands (s4 and wider sort right)
+    for value in op.operands:
+        if _element_type(value).bits == 2:
+            return (f"XLA CPU sorts {_element_type(value).name} values wrongly; convert them "
+                    f"to s8/u8 to sort them")
+    return None
+
+
 def _variadic_with_channel(op):
     return len(op.operands) > 1 and "channel_handle" in op.attributes
 
@@ -126,6 +135,7 @@ UNSUPPORTED = {
         "stablehlo.custom_call": ("", _pjrt_custom_call),
         "stablehlo.rng": ("", _rng_refusal),
         "stablehlo.rng_bit_generator": ("", _bits_refusal),
+        "stablehlo.sort": ("", _two_bit_sort),
     },
 }
 _INTERPRETER_DIALECTS = ("stablehlo.", "func.")
@@ -249,6 +259,10 @@ def check_backend(module: ir.Module, backend: str, where: str) -> None:
     found = inventory(module)
     for t, op in found.types.items():
         for leaf in T.leaves(mlir.shape_of_type(t)):
+            why = isinstance(leaf, T.Shape) and leaf.element_type.limits.get(backend)
+            if why:  # the types table's fact
+                raise UnsupportedError(f"{located(op, where)}: {op.name}: "
+                                       f"{_backend_words(backend)} cannot run {leaf}: {why}")
             if isinstance(leaf, T.Shape) and leaf.size * leaf.dtype.itemsize > memory:
                 raise UnsupportedError(
                     f"{located(op, where)}: {op.name}: its result {leaf} needs "

@@ -91,24 +91,39 @@ def integer_division(emitter, mlir_name: str, shape: T.Shape, lhs, rhs) -> ir.Va
 
 # -- TotalOrder comparisons -----------------------------------------------------------
 
-_SIGNED_OF_WIDTH = {t.bits: t for t in T.ELEMENT_TYPES.values() if t.kind == T.SIGNED}
-
-
 def total_order_compare(emitter, direction: str, shape: T.Shape, lhs, rhs) -> ir.Value:
     """Compares floats of `shape` in XLA's total order
-    (-NaN < -Inf < -finite < -0 < +0 < +finite < +Inf < +NaN)."""
+    (-NaN < -Inf < -finite < -0 < +0 < +finite < +Inf < +NaN; XLA's comparison expander
+    puts the one NaN of types without -0 first; a type without a sign orders as its bits)."""
+    if shape.element_type.bits not in T.SIGNED_OF_WIDTH:
+        # f6: no integer of its width; f32 holds its values (it has no NaN) exactly
+        wide = shape.with_element_type(T.f32)
+        lhs, rhs = (_one(emitter, "stablehlo.convert", wide, [x]) for x in (lhs, rhs))
+        shape = wide
+    et = shape.element_type
+    if not et.has_sign:
+        key_shape = shape.with_element_type(T.UNSIGNED_OF_WIDTH[et.bits])
+        keys = [_one(emitter, "stablehlo.bitcast_convert", key_shape, [x]) for x in (lhs, rhs)]
+        return _compare(emitter, key_shape, direction, *keys, compare_type="UNSIGNED")
     keys = [_total_order_key(emitter, shape, x) for x in (lhs, rhs)]
-    key_shape = shape.with_element_type(_SIGNED_OF_WIDTH[shape.element_type.bits])
+    key_shape = shape.with_element_type(T.SIGNED_OF_WIDTH[et.bits])
     return _compare(emitter, key_shape, direction, *keys, compare_type="SIGNED")
 
 
 def _total_order_key(emitter, shape: T.Shape, x) -> ir.Value:
     """Signed integers that order as the total order of the floats `x`: bitcast, then
     flip the other bits of negative values so larger magnitudes order lower:
-    k ^ ((k >>a (n-1)) >>l 1)."""
+    k ^ ((k >>a (n-1)) >>l 1); without -0 (fnuz types), as XLA: min - k for negative
+    k, and min itself for NaN, whose bits are min's."""
     bits = shape.element_type.bits
-    key_shape = shape.with_element_type(_SIGNED_OF_WIDTH[bits])
+    key_shape = shape.with_element_type(T.SIGNED_OF_WIDTH[bits])
     key = _one(emitter, "stablehlo.bitcast_convert", key_shape, [x])
+    if not shape.element_type.has_negative_zero:
+        least = _full(emitter, key_shape, -(1 << (bits - 1)))
+        flipped = _select(emitter, key_shape, _compare(emitter, key_shape, "EQ", key, least),
+                          least, _one(emitter, "stablehlo.subtract", key_shape, [least, key]))
+        negative = _compare(emitter, key_shape, "LT", key, _full(emitter, key_shape, 0))
+        return _select(emitter, key_shape, negative, flipped, key)
     sign = _one(emitter, "stablehlo.shift_right_arithmetic", key_shape,
                 [key, _full(emitter, key_shape, bits - 1)])
     flip = _one(emitter, "stablehlo.shift_right_logical", key_shape,

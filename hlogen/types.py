@@ -8,6 +8,7 @@ there are tuple shapes and the token shape.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 
 import ml_dtypes
@@ -29,6 +30,10 @@ class ElementType:
     bits: int          # storage width of one element
     mlir: str          # the MLIR element type, as MLIR prints it
     dtype: np.dtype    # the numpy / ml_dtypes dtype of host arrays
+    # backend ("pjrt", "interpret") -> why it cannot run values of this type: it
+    # ends the process, fails to compile, or computes wrong values (checked on jaxlib
+    # 0.10.2); hlogen.preflight refuses such modules before native code sees them
+    limits: dict = dataclasses.field(default_factory=dict)
 
     def __getitem__(self, dims) -> "Shape":
         if dims == ():
@@ -50,31 +55,74 @@ class ElementType:
     def is_integer(self) -> bool:
         return self.kind in INTEGER
 
+    @functools.cached_property
+    def has_sign(self) -> bool:
+        """Whether it holds negative numbers (not pred, unsigned types, f8e8m0fnu)."""
+        if self.kind != FLOAT:
+            return self.kind in (SIGNED, COMPLEX)
+        with np.errstate(invalid="ignore"):
+            return not np.isnan(np.array(-1.0).astype(self.dtype).astype(np.float32))
+
+    @functools.cached_property
+    def has_negative_zero(self) -> bool:
+        """Whether a float has -0 (not the fnuz types, whose NaN has -0's bits)."""
+        return self.kind in (FLOAT, COMPLEX) and self.has_sign and \
+            any(np.array(-0.0).astype(self.component.dtype).tobytes())
+
+    @property
+    def is_narrow_float(self) -> bool:
+        """A float narrower than 16 bits (f4, f6, f8): XLA computes with it in f32."""
+        return self.kind == FLOAT and self.bits < 16
+
     @property
     def component(self) -> "ElementType":
         """The real type of a complex type (c64 -> f32); the type itself otherwise."""
         return _COMPLEX_COMPONENT.get(self.name, self)
 
 
-def _et(name, kind, bits, mlir, dtype):
-    return ElementType(name, kind, bits, mlir, np.dtype(dtype))
+def _et(name, kind, bits, mlir, dtype, **limits):
+    return ElementType(name, kind, bits, mlir, np.dtype(dtype), limits)
+
+
+# What the backends get wrong for some narrow types (each seen on this jaxlib, with
+# every value of the type through the element-wise ops, conversions and bitcasts).
+_NO_F6_ON_XLA = ("XLA CPU has no f6 types: it fails to compile them, and ends the "
+                 "process on an f6 constant")
+_INTERPRETER_MAX_TO_ZERO = ("the reference interpreter rounds results equal to the largest "
+                            "finite value (±{}) to 0")
 
 
 # The one table of element types: XLA name, kind, bits, MLIR type, numpy dtype.
 ELEMENT_TYPES: dict[str, ElementType] = {t.name: t for t in [
     _et("pred", PRED, 1, "i1", np.bool_),
+    _et("s2", SIGNED, 2, "i2", ml_dtypes.int2),
     _et("s4", SIGNED, 4, "i4", ml_dtypes.int4),
     _et("s8", SIGNED, 8, "i8", np.int8),
     _et("s16", SIGNED, 16, "i16", np.int16),
     _et("s32", SIGNED, 32, "i32", np.int32),
     _et("s64", SIGNED, 64, "i64", np.int64),
+    _et("u2", UNSIGNED, 2, "ui2", ml_dtypes.uint2),
     _et("u4", UNSIGNED, 4, "ui4", ml_dtypes.uint4),
     _et("u8", UNSIGNED, 8, "ui8", np.uint8),
     _et("u16", UNSIGNED, 16, "ui16", np.uint16),
     _et("u32", UNSIGNED, 32, "ui32", np.uint32),
     _et("u64", UNSIGNED, 64, "ui64", np.uint64),
+    _et("f4e2m1fn", FLOAT, 4, "f4E2M1FN", ml_dtypes.float4_e2m1fn,
+        interpret=_INTERPRETER_MAX_TO_ZERO.format(6)),
+    _et("f6e2m3fn", FLOAT, 6, "f6E2M3FN", ml_dtypes.float6_e2m3fn, pjrt=_NO_F6_ON_XLA,
+        interpret=_INTERPRETER_MAX_TO_ZERO.format(7.5)),
+    _et("f6e3m2fn", FLOAT, 6, "f6E3M2FN", ml_dtypes.float6_e3m2fn, pjrt=_NO_F6_ON_XLA,
+        interpret=_INTERPRETER_MAX_TO_ZERO.format(28)),
+    _et("f8e3m4", FLOAT, 8, "f8E3M4", ml_dtypes.float8_e3m4),
+    _et("f8e4m3", FLOAT, 8, "f8E4M3", ml_dtypes.float8_e4m3),
     _et("f8e4m3fn", FLOAT, 8, "f8E4M3FN", ml_dtypes.float8_e4m3fn),
+    _et("f8e4m3fnuz", FLOAT, 8, "f8E4M3FNUZ", ml_dtypes.float8_e4m3fnuz),
+    _et("f8e4m3b11fnuz", FLOAT, 8, "f8E4M3B11FNUZ", ml_dtypes.float8_e4m3b11fnuz),
     _et("f8e5m2", FLOAT, 8, "f8E5M2", ml_dtypes.float8_e5m2),
+    _et("f8e5m2fnuz", FLOAT, 8, "f8E5M2FNUZ", ml_dtypes.float8_e5m2fnuz),
+    _et("f8e8m0fnu", FLOAT, 8, "f8E8M0FNU", ml_dtypes.float8_e8m0fnu,
+        interpret="the reference interpreter converts its NaN to Inf and returns numbers "
+                  "where the type has none (negative values, zero) instead of NaN"),
     _et("f16", FLOAT, 16, "f16", np.float16),
     _et("bf16", FLOAT, 16, "bf16", ml_dtypes.bfloat16),
     _et("f32", FLOAT, 32, "f32", np.float32),
@@ -86,6 +134,8 @@ ELEMENT_TYPES: dict[str, ElementType] = {t.name: t for t in [
 # hg.f32, hg.s32, ...: the table's entries as module attributes.
 globals().update(ELEMENT_TYPES)
 
+SIGNED_OF_WIDTH = {t.bits: t for t in ELEMENT_TYPES.values() if t.kind == SIGNED}
+UNSIGNED_OF_WIDTH = {t.bits: t for t in ELEMENT_TYPES.values() if t.kind == UNSIGNED}
 _COMPLEX_COMPONENT = {"c64": ELEMENT_TYPES["f32"], "c128": ELEMENT_TYPES["f64"]}
 _BY_DTYPE = {t.dtype: t for t in ELEMENT_TYPES.values()}
 _BY_MLIR = {t.mlir: t for t in ELEMENT_TYPES.values()}
@@ -244,6 +294,19 @@ def as_shape(value) -> Shape | TupleShape | TokenShape:
     raise ShapeError(f"expected a shape such as hg.f32[2, 3], got {value!r}")
 
 
+def _overflow_bound(et: ElementType) -> float:
+    """The magnitude beyond which a float rounds past `et`'s largest finite value."""
+    info = ml_dtypes.finfo(et.dtype)
+    ulp = 2.0 ** math.floor(math.log2(float(info.max))) * float(info.eps)
+    return float(info.max) + ulp / 2
+
+
+# float types without Inf (f4, f6, f8e4m3fn, ...) -> the magnitude that overflows them:
+# ml_dtypes saturates such values to the largest finite one (or makes NaN)
+with np.errstate(all="ignore"):
+    _SATURATING = {t.name: _overflow_bound(t) for t in ELEMENT_TYPES.values()
+                   if t.kind == FLOAT and not np.isinf(np.array(np.inf).astype(t.dtype).astype(float))}
+
 # Python values without a dtype become these, as in XLA literals (and jax without x64).
 _PYTHON_DEFAULTS = {bool: "pred", int: "s32", float: "f32", complex: "c64"}
 
@@ -282,8 +345,12 @@ def as_array(value, et=None, what="value") -> np.ndarray:
     with np.errstate(all="ignore"):
         converted = raw.astype(et.dtype)
         back = converted.astype(raw.dtype)
-    if et.kind in (FLOAT, COMPLEX):  # rounding is expected; overflow is not
-        lost = np.isinf(back) & np.isfinite(raw)
+    if et.kind in (FLOAT, COMPLEX):  # rounding is expected; overflow is not, nor a NaN for
+        # a number (f8e8m0fnu has no 0 and no negative numbers), nor a number for NaN (f4, f6)
+        wide = converted.astype(np.complex128 if et.kind == COMPLEX else np.float64)
+        lost = (np.isfinite(raw) & ~np.isfinite(wide)) | (np.isnan(raw) != np.isnan(wide))
+        if et.name in _SATURATING:  # Inf too
+            lost |= np.abs(raw) > _SATURATING[et.name]
     else:
         lost = back != raw
     if np.any(lost):

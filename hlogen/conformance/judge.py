@@ -154,5 +154,11 @@ def _ordered(a: np.ndarray) -> np.ndarray:
         bits = np.ascontiguousarray(a).view(np.int64)
         magnitude = bits & np.int64(_HUGE)
         return np.where(bits < 0, -magnitude, magnitude)
+    et = T.element_type(a.dtype)
+    if et.bits < 8 * size:  # f4, f6: the bits a byte holds; their sign is the top one
+        bits &= (1 << et.bits) - 1
+        sign = np.int64(1) << (et.bits - 1)
+    if not et.has_sign:  # f8e8m0fnu: its bits order as its values
+        return bits
     magnitude = bits & (sign - 1)
     return np.where(bits & sign, -magnitude, magnitude)

@@ -87,6 +87,9 @@ def _binary_op(name, lhs, rhs, broadcast_dimensions):
         shape = shape.with_element_type(et)
     if name in ("div", "rem") and et.is_integer:
         return _integer_division(name, mlir_name, shape, lhs, rhs)
+    if name == "atan2" and et.is_narrow_float:  # in f32, as the unary functions below
+        wide = [convert_element_type(x, T.f32) for x in (lhs, rhs)]
+        return convert_element_type(_binary_op(name, *wide, ()), et)
     return lhs.builder.add_op(mlir_name, shape, [lhs, rhs])
 
 
@@ -155,11 +158,12 @@ UNARY = {
 }
 
 
-# Transcendental functions of f8 values are computed in f32 and rounded back, as XLA
-# CPU does: computed in f8 itself, intermediate values overflow (exp(7) > 448), and
-# chlo.erf has no f8 lowering at all.
-_F8_IN_F32 = {"cbrt", "cos", "erf", "exp", "expm1", "log", "log1p", "logistic", "rsqrt",
-              "sin", "sqrt", "tan", "tanh"}
+# Transcendental functions of narrow floats (f4, f6, f8) are computed in f32 and rounded
+# back, as XLA CPU does: computed in f8 itself, intermediate values overflow (exp(7) >
+# 448), XLA CPU's f8 atan2 is off by ulps, and chlo.erf has no f8 lowering at all.
+# Rounding to integers too: the reference interpreter returns NaN for f8e3m4 ones.
+_NARROW_IN_F32 = {"cbrt", "cos", "erf", "exp", "expm1", "log", "log1p", "logistic", "rsqrt",
+                  "sin", "sqrt", "tan", "tanh", "ceil", "floor", "round", "round_nearest_even"}
 
 
 def _unary_op(name, operand):
@@ -168,7 +172,7 @@ def _unary_op(name, operand):
     if et.kind == UNSIGNED and name in ("abs", "sign"):
         # XLA: |x| = x and sgn(x) = min(x, 1) for unsigned x; StableHLO has neither.
         return operand if name == "abs" else _binary_op("min", operand, 1, ())
-    if et.name.startswith("f8") and name in _F8_IN_F32:
+    if et.is_narrow_float and name in _NARROW_IN_F32:
         wide = _unary_op(name, convert_element_type(operand, T.f32))
         return convert_element_type(wide, et)
     if name == "population_count" and et.name == "s4":

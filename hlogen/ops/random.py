@@ -35,7 +35,6 @@ NORMAL_TYPES = frozenset({"f64", "f32", "f16", "bf16"})
 # XLA expands it as PHILOX (the same bits on CPU), which takes 2 or 3 words.
 STATE_SIZES = {"DEFAULT": (2, 3), "THREE_FRY": (2,), "PHILOX": (2, 3)}
 
-_UNSIGNED_OF_WIDTH = {4: T.u4, 8: T.u8, 16: T.u16, 32: T.u32, 64: T.u64}
 
 
 def _result_shape(op_name: str, shape, like: T.ElementType | None) -> T.Shape:
@@ -145,6 +144,9 @@ def rng_bit_generator_shapes(algorithm: str, state: T.Shape, shape: T.Shape) -> 
     if shape.element_type.kind in (PRED, COMPLEX):
         raise ShapeError(f"{where}: the data must be of an integer or floating-point type, "
                          f"not {shape.element_type}")
+    if shape.element_type.bits not in T.UNSIGNED_OF_WIDTH:  # f6: bits are made as integers
+        raise ShapeError(f"{where}: no integer type has the {shape.element_type.bits} bits of "
+                         f"{shape.element_type}; generate u8 bits and convert them")
     return state, shape
 
 
@@ -165,7 +167,7 @@ def rng_bit_generator(algorithm, initial_state, shape):
     builder = initial_state.builder
     # Emitted as unsigned bits of the same width, bitcast after: XLA CPU types a float (or
     # signed) result as unsigned and computes the ops that use it as integer ops.
-    bits = T.Shape(_UNSIGNED_OF_WIDTH[data.element_type.bits], data.dimensions)
+    bits = T.Shape(T.UNSIGNED_OF_WIDTH[data.element_type.bits], data.dimensions)
     operation = builder.emit("stablehlo.rng_bit_generator",
                              [mlir.ir_type(new_state), mlir.ir_type(bits)], [initial_state.value],
                              {"rng_algorithm": _attribute("rng_algorithm", algorithm)})

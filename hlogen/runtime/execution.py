@@ -23,9 +23,19 @@ from hlogen.runtime.arrays import leaf_shapes
 
 # Result element types the interpreter's attributes convert to numpy as they are.
 _READABLE = {"pred", "s8", "s16", "s32", "s64", "u8", "u16", "u32", "u64", "f16", "f32", "f64"}
-# How an unreadable leaf travels: as a wider type, floats as their bits (NaN payloads
-# kept), or as (real, imag).
-_CARRIER = {"s4": "s8", "u4": "u8", "bf16": "u16", "f8e4m3fn": "u8", "f8e5m2": "u8"}
+
+
+def _carrier(et: T.ElementType) -> T.ElementType:
+    """How an unreadable leaf travels (complex ones go as (real, imag)): integers as a
+    byte; floats as their bits (NaN payloads kept), widened to a byte, or where no
+    integer has their width (f6, which has no NaN), as f32, which holds them exactly."""
+    if et.kind != T.FLOAT:
+        return T.ELEMENT_TYPES["s8" if et.kind == T.SIGNED else "u8"]
+    return T.UNSIGNED_OF_WIDTH[max(et.bits, 8)] if et.bits in T.UNSIGNED_OF_WIDTH else T.f32
+
+
+_CARRIER = {t.name: _carrier(t) for t in T.ELEMENT_TYPES.values()
+            if t.name not in _READABLE and t.kind != T.COMPLEX}
 
 
 class Prepared:
@@ -51,8 +61,9 @@ class Prepared:
             else:
                 out = np.asarray(next(it))
                 if how == "carrier":
-                    out = out.view(leaf.dtype) if leaf.element_type.kind == T.FLOAT else \
-                        out.astype(leaf.dtype)
+                    as_bits = _CARRIER[leaf.element_type.name].kind == T.UNSIGNED and \
+                        leaf.element_type.kind == T.FLOAT
+                    out = out.view(leaf.dtype) if as_bits else out.astype(leaf.dtype)
             flat.append(out)
         return flat
 
@@ -123,9 +134,11 @@ def _wrap(entry: Computation, read: list[str]) -> Computation:
         if how == "complex":
             results += [ops.real(leaf), ops.imag(leaf)]
         elif how == "carrier":
-            carry = (ops.bitcast_convert_type if leaf.dtype.kind == T.FLOAT
-                     else ops.convert_element_type)
-            results.append(carry(leaf, _CARRIER[leaf.dtype.name]))
+            carrier = _CARRIER[leaf.dtype.name]
+            if leaf.dtype.kind == T.FLOAT and carrier.kind == T.UNSIGNED:
+                leaf = ops.bitcast_convert_type(leaf, T.UNSIGNED_OF_WIDTH[leaf.dtype.bits])
+            results.append(leaf if leaf.dtype is carrier else
+                           ops.convert_element_type(leaf, carrier))
         else:
             results.append(leaf)
     return b.build(*results)
