@@ -17,6 +17,7 @@ from jaxlib.mlir._mlir_libs import _jax_mlir_ext
 from hlogen import mlir, ops, random_bits  # noqa: F401 - random_bits registers its rewrites
 from hlogen import types as T
 from hlogen.builder import InsertingBuilder, Op
+from hlogen.errors import UnsupportedError
 from hlogen.rewrites import enum_attribute, int_attribute, ints_attribute, register, scalar
 
 INTERPRET = "interpret"
@@ -460,12 +461,22 @@ def _target(op: ir.Operation) -> str:
 
 def _lapack_routine(op: ir.Operation) -> str | None:
     m = _LAPACK.fullmatch(_target(op))
-    return m.group(1) if m else None
+    # several results, as jax emits them; a call whose results are one tuple (HLO's form,
+    # which hlogen.hlo turns into this one where it can) is left to the preflight
+    tuples = any(isinstance(r.type, ir.TupleType) for r in op.results)
+    return m.group(1) if m and not tuples else None
 
 
 def _lapack_flag(op: ir.Operation, name: str) -> str:
-    config = ir.DictAttr(op.attributes["mhlo.backend_config"])
-    return chr(ir.IntegerAttr(config[name]).value)
+    # jax's lowering puts the attributes in mhlo.backend_config; XLA's HLO converter, for
+    # the typed FFI (api_version 4), in backend_config as a dictionary
+    for key in ("mhlo.backend_config", "backend_config"):
+        if key in op.attributes and isinstance(op.attributes[key], ir.DictAttr) \
+                and name in op.attributes[key]:
+            return chr(ir.IntegerAttr(op.attributes[key][name]).value)
+    raise UnsupportedError(f"{_target(op)}: the reference interpreter runs it rewritten, which "
+                           f"needs its attribute {name!r} (in mhlo.backend_config or "
+                           f"backend_config); this call has none")
 
 
 def _first_failure(failures: list[Op]) -> Op:

@@ -161,9 +161,35 @@ def stablehlo_module(data: bytes, kind: str, where: str, isolated: bool = False)
     bytecode = (_bytecode_in_child(data, kind, where) if isolated
                 else stablehlo_bytecode(data, kind, where))
     module = _parse(bytecode, where)
+    _untuple_custom_calls(module)
     main = main_of(module, where)
     set_names(main, parameter_names(given_names(main)))
     return module
+
+
+def _untuple_custom_calls(module: ir.Module) -> None:
+    """HLO gives a custom call of several results one tuple result, read with
+    get-tuple-element; StableHLO (and jax) give it several results. The converter keeps
+    the tuple, which the reference interpreter cannot take from a custom call: a call whose
+    tuple is only read element by element becomes one of several results."""
+    calls = [op for op in mlir.walk(module) if op.name == "stablehlo.custom_call"]
+    for op in calls:  # (collected first: the loop erases ops)
+        if len(op.results) != 1 or not isinstance(op.results[0].type, ir.TupleType):
+            continue
+        tuple_type = ir.TupleType(op.results[0].type)
+        types = [tuple_type.get_type(i) for i in range(tuple_type.num_types)]
+        uses = [use.owner for use in op.results[0].uses]
+        if any(u.name != "stablehlo.get_tuple_element" for u in uses):
+            continue
+        with ir.InsertionPoint(op), op.location:
+            untupled = ir.Operation.create(
+                "stablehlo.custom_call", results=types, operands=list(op.operands),
+                attributes={name: op.attributes[name] for name in op.attributes})
+        for use in uses:
+            use.results[0].replace_all_uses_with(
+                untupled.results[ir.IntegerAttr(use.attributes["index"]).value])
+            use.erase()
+        op.erase()
 
 
 def stablehlo_bytecode(data: bytes, kind: str, where: str) -> bytes:

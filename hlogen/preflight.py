@@ -61,6 +61,9 @@ def _bits_refusal(op):
 def _native_code(op):
     # what is left of the custom calls after hlogen.decompositions' LAPACK rewrites
     target = ir.StringAttr(op.attributes["call_target_name"]).value
+    if target.startswith("lapack_") and any(isinstance(r.type, ir.TupleType) for r in op.results):
+        return (f"{target}: hlogen rewrites LAPACK calls of several results, as jax emits "
+                f"them (and hlogen reads XLA's HLO), not of one tuple result")
     if target.startswith("lapack_"):
         return (f"{target}: this LAPACK routine has no formulation here (the eigen, SVD and QR "
                 f"solvers run on PJRT only; hlogen rewrites jaxlib's lapack_?potrf_ffi, "

@@ -187,6 +187,10 @@ def inverse(a):
     return jnp.linalg.inv(a)
 
 
+def cholesky(a):
+    return jnp.linalg.cholesky(a @ a.T)
+
+
 def seven(x):  # a tuple long enough for XLA's /*index=5*/ comments
     return tuple(x * i for i in range(7))
 
@@ -209,7 +213,9 @@ FUNCTIONS = {
     "mlp": (mlp, [PARAMS["w1"], PARAMS["w2"], XS], True),
     "scan": (scan, [np.arange(5, dtype=np.float32)], True),
     "top3": (top3, [np.array([3, 1, 4, 1, 5, 9], np.float32)], True),
-    "inverse": (inverse, [MATRIX], False),  # LAPACK custom calls
+    # LAPACK custom calls, of tuple results in HLO (several results once converted)
+    "inverse": (inverse, [MATRIX], True),
+    "cholesky": (cholesky, [MATRIX], True),
     "seven": (seven, [XS], True),
     "swap": (swap, [MATRIX, XS], True),
     "matmul": (matmul, [MATRIX, MATRIX], True),
@@ -403,3 +409,23 @@ def test_cli_reports_hlo_that_ends_xla_s_parser(tmp_path, command):
     run = cli(command[0], tmp_path / "reshape.hlo", *command[1:])
     assert run.returncode in (1, 2), run.stderr  # an exit status, not a signal
     assert "SIGABRT" in run.stderr and "reshape.hlo" in run.stderr
+
+
+def test_lapack_calls_of_hlo_become_calls_of_several_results(dumps):
+    # HLO gives a custom call of several results one tuple; the interpreter cannot take one
+    text = hg.load(_dumped(dumps, "inverse", "before_optimizations.txt")).as_text()
+    calls = [line for line in text.splitlines() if "lapack_sgetrf_ffi" in line]
+    assert calls and not any("-> tuple<" in line for line in calls)
+
+
+def test_a_lapack_call_of_one_tuple_result_is_refused_on_the_interpreter():
+    # HLO's form kept in StableHLO text: the interpreter would end the process on it
+    comp = hg.load(textwrap.dedent("""
+        func.func @main(%a: tensor<3x3xf32>) -> tensor<3x3xf32> {
+          %t = stablehlo.custom_call @lapack_sgetrf_ffi(%a) {api_version = 4 : i32,
+              backend_config = {}} : (tensor<3x3xf32>) -> tuple<tensor<3x3xf32>, tensor<3xi32>, tensor<i32>>
+          %0 = stablehlo.get_tuple_element %t[0] : (tuple<tensor<3x3xf32>, tensor<3xi32>, tensor<i32>>) -> tensor<3x3xf32>
+          return %0 : tensor<3x3xf32>
+        }"""))
+    with pytest.raises(hg.UnsupportedError, match="not of one tuple result"):
+        hg.interpret(comp, MATRIX)
