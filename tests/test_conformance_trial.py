@@ -296,15 +296,19 @@ def _c_text(values) -> str:
 
 
 def _fft_file(path, kind, x, exact, nudge, disabled=False) -> None:
-    """`kind` (RFFT of f32 or IRFFT of c128, one dimension) of `x` in the testdata format,
-    expected the exact values rounded once, the first moved by `nudge` (absolute)."""
-    n = x.shape[-1] if kind == "RFFT" else exact.shape[-1]
+    """`kind` (RFFT of f32 over the last dimension, or IRFFT of c128 over the last two) of
+    `x` in the testdata format, expected the exact values rounded once, the first moved by
+    `nudge` (absolute)."""
+    lengths = [x.shape[-1]] if kind == "RFFT" else list(exact.shape[-2:])
     expected = exact.astype(np.complex64 if kind == "RFFT" else np.float64)
     expected.flat[0] += nudge
+    dims = "x".join(map(str, x.shape))
     if kind == "RFFT":
-        xt, xs, ys, yt = f32_text(x), "2x17xf32", "2x9xcomplex<f32>", _c_text(expected)
+        xt, xs, yt = f32_text(x), f"{dims}xf32", _c_text(expected)
+        ys = "x".join(map(str, expected.shape)) + "xcomplex<f32>"
     else:
-        xt, xs, ys, yt = _c_text(x), "2x5xcomplex<f64>", "2x9xf64", json.dumps(expected.tolist())
+        xt, xs, yt = _c_text(x), f"{dims}xcomplex<f64>", json.dumps(expected.tolist())
+        ys = "x".join(map(str, expected.shape)) + "xf64"
     run = ("// RUN-DISABLED(no interpreter support) stablehlo-opt -inline %s | stablehlo-translate --interpret"
            if disabled else "// RUN: stablehlo-opt -inline %s | stablehlo-translate --interpret")
     path.write_text(f"""{run}
@@ -312,7 +316,7 @@ module @jit_main {{
   func.func public @main() -> tensor<{ys}> {{
     %x = stablehlo.constant dense<{xt}> : tensor<{xs}>
     %want = stablehlo.constant dense<{yt}> : tensor<{ys}>
-    %got = stablehlo.fft %x, type = {kind}, length = [{n}] : (tensor<{xs}>) -> tensor<{ys}>
+    %got = stablehlo.fft %x, type = {kind}, length = {lengths} : (tensor<{xs}>) -> tensor<{ys}>
     stablehlo.custom_call @check.expect_close(%got, %want) {{has_side_effect = true}} : (tensor<{ys}>, tensor<{ys}>) -> ()
     return %got : tensor<{ys}>
   }}
@@ -320,30 +324,39 @@ module @jit_main {{
 """)
 
 
+def _passes(u, lengths):
+    """(c_xla, c_ref) of hlogen.conformance.bounds' docstring, written out again."""
+    gamma = lambda m: m * u / (1 - m * u)  # noqa: E731
+    eta = u + gamma(4) * (math.sqrt(2) + u)
+    xla = ref = 1.0
+    for n in lengths:
+        t = math.ceil(math.log2(n))
+        xla *= 1 + max(t * eta / (1 - t * eta), math.sqrt(n) * (math.sqrt(2) * gamma(n + 4) + u))
+        ref *= 1 + math.sqrt(n) * (math.sqrt(2) * gamma(n + 4)
+                                   + gamma(3) * (1 + 2 * math.pi * (n - 1) ** 2 / n))
+    return xla - 1, ref - 1
+
+
 def test_expect_close_on_the_interpreter_an_fft_within_its_bound_is_known(tmp_path):
     rng = np.random.default_rng(21)
     x = rng.uniform(-1, 1, (2, 17)).astype(np.float32)
     spectrum = np.fft.fft(x.astype(np.float64))          # the whole spectrum, for ||y||
-    # the bound, from the op (hlogen.conformance.bounds): a line of length 17, its exact 2-norm
-    u, n = 2.0 ** -24, 17
-    gamma = lambda m: m * u / (1 - m * u)  # noqa: E731
-    eta = u + gamma(4) * (math.sqrt(2) + u)
-    c_xla = max(5 * eta / (1 - 5 * eta), math.sqrt(2) * gamma(n + 4) + u)
-    c_ref = math.sqrt(2) * gamma(n + 4) + gamma(3) * (1 + 2 * math.pi * 16 ** 2 / 17)
-    bound = (c_xla + c_ref) * np.linalg.norm(spectrum, axis=-1)
+    # the bound, from the op: a line of length 17, its exact 2-norm
+    bound = sum(_passes(2.0 ** -24, [17])) * np.linalg.norm(spectrum, axis=-1)
     exact = spectrum[:, :9]
     _fft_file(tmp_path / "rfft_within.mlir", "RFFT", x, exact, 0.5 * bound[0])
     _fft_file(tmp_path / "rfft_beyond.mlir", "RFFT", x, exact, 2 * bound[0])
     _fft_file(tmp_path / "rfft_disabled.mlir", "RFFT", x, exact, 0.5 * bound[0], disabled=True)
     case = module.load_case((tmp_path / "rfft_within.mlir").read_text(), "f", lift_constants=False)
     with mlir.context():
-        got_bound = bounds.fft_bound(case, 0)
-    np.testing.assert_allclose(got_bound, bound[:, None], rtol=1e-12)  # per line
-    # an odd-length inverse of a c128 half spectrum (hlogen's IRFFT rewrite on the interpreter)
-    half = rng.uniform(-1, 1, (2, 5)) + 1j * rng.uniform(-1, 1, (2, 5))
-    half[:, 0] = half[:, 0].real
-    inverse = np.fft.irfft(half, 9)
-    _fft_file(tmp_path / "irfft_within.mlir", "IRFFT", half, inverse, 2e-15)
+        np.testing.assert_allclose(bounds.fft_bound(case, 0), bound[:, None], rtol=1e-12)
+    # an odd-length inverse over two dimensions, of a c128 half spectrum (hlogen's IRFFT
+    # rewrite on the interpreter): the slice's 2-norm from numpy's own inverse
+    half = rng.uniform(-1, 1, (2, 3, 5)) + 1j * rng.uniform(-1, 1, (2, 3, 5))
+    inverse = np.fft.irfft2(half, (3, 9))
+    bound = sum(_passes(2.0 ** -53, [3, 9])) * np.linalg.norm(inverse[0])
+    _fft_file(tmp_path / "irfft_within.mlir", "IRFFT", half, inverse, 0.2 * bound)
+    _fft_file(tmp_path / "irfft_beyond.mlir", "IRFFT", half, inverse, 3 * bound)
     listing = tmp_path / "known.json"
     listing.write_text(json.dumps([{"backend": "interpret", "op": "stablehlo.fft", "when": "fft",
                                     "reason": "the FFT's bound"}]))
@@ -353,7 +366,8 @@ def test_expect_close_on_the_interpreter_an_fft_within_its_bound_is_known(tmp_pa
         record = got[(name, 0, "interpret")]
         assert record["status"] == "known" and record["was"] == "fail", record
         assert "ULP" in record["message"]  # beyond expect_close's 3 ULP
-    assert got[("rfft_beyond.mlir", 0, "interpret")]["status"] == "fail"
+    for name in ("rfft_beyond.mlir", "irfft_beyond.mlir"):
+        assert got[(name, 0, "interpret")]["status"] == "fail"
     # a RUN-DISABLED file stays disabled; the known entry explains its outcome here
     disabled = got[("rfft_disabled.mlir", 0, "interpret")]
     assert disabled["status"] == "disabled" and "here: known fail" in disabled["message"], disabled

@@ -22,25 +22,26 @@ come from XLA's FFT library (ducc: mixed-radix passes with correctly rounded twi
 factors), the interpreter sums the DFT directly: its own `__fft_1d` (for each output, n
 products by cos/sin of the phase -2*pi*j*k/n, itself rounded in double), or hlogen's
 rewrite (hlogen.decompositions: dot_generals with correctly rounded twiddles, within the
-same bound). Per result of
-a transform of length n, with ||y|| the 2-norm of its exact line (Parseval, from the
-input) and u the unit roundoff of the element type:
+same bound). A transform is one pass per transformed dimension (a 1-D transform of
+length n of every line along it). In the 2-norm over one transformed slice (the
+fft_length dimensions at one batch index), with u the unit roundoff of the type:
 
-- a direct sum of n complex products with twiddles accurate to mu (Higham 3.6: sqrt(2)
-  gamma_2 per complex product, gamma_{n-1} for the sum; 2 more roundings for the scaling
-  by 1/n and a final conversion) is within (sqrt(2) gamma_{n+4} + mu) * sum|x_j|, and
-  sum|x_j| <= sqrt(n) ||x|| = ||y|| (the 1/n of an inverse cancels the same way);
-- a radix-2 Cooley-Tukey FFT of t = ceil(log2 n) stages is within t eta / (1 - t eta)
-  ||y||, eta = mu + gamma_4 (sqrt(2) + mu) (Higham, Theorem 24.2), and each element's
-  error is at most that 2-norm; a mixed-radix FFT's passes are short direct sums, within
-  the direct sum's bound;
+- a pass of direct sums (n complex products with twiddles accurate to mu: Higham 3.6,
+  sqrt(2) gamma_2 per product, gamma_{n-1} for the sum, 2 more roundings for the scaling
+  by 1/n and a conversion) errs by at most (sqrt(2) gamma_{n+4} + mu) sum_j |x_j| per
+  element, so by sqrt(n) (sqrt(2) gamma_{n+4} + mu) times the 2-norm of its result;
+- a radix-2 Cooley-Tukey pass of t = ceil(log2 n) stages by t eta / (1 - t eta) times
+  it, eta = mu + gamma_4 (sqrt(2) + mu) (Higham, Theorem 24.2); a mixed-radix pass is
+  made of short direct sums, within the direct sum's bound;
+- a pass is a scaled unitary map, so the relative errors c_p of the passes compose to
+  prod(1 + c_p) - 1, and an element's error is at most the slice's 2-norm of the error.
 
-so XLA's values are within c_xla ||y||, c_xla the larger of the two with mu = u, and the
-interpreter's within c_ref ||y||, c_ref the direct sum's with mu = gamma_3 (1 + 2 pi
-(n-1)^2 / n) (a phase up to 2 pi (n-1)^2 / n, rounded in three operations, then its
-cosine and sine rounded). Two evaluations are at most (c_xla + c_ref) ||y|| apart. The
-bound is per transformed line, for a transform over one dimension (more dimensions: not
-derived here, no bound).
+XLA's values are so within c_xla ||y||, per pass the larger of the two with mu = u, the
+interpreter's within c_ref ||y||, direct sums with mu = gamma_3 (1 + 2 pi (n-1)^2 / n) (a
+phase up to 2 pi (n-1)^2 / n rounded in three operations, then its cosine and sine
+rounded); ||y|| is the exact result's 2-norm, from the input (Parseval: sqrt(N) ||x||
+forward, ||x|| / sqrt(N) inverse, N the product of the lengths, an IRFFT's Hermitian
+mirror counted). Two evaluations are at most (c_xla + c_ref) ||y|| apart.
 """
 from __future__ import annotations
 
@@ -147,36 +148,52 @@ def reassociation_bound(case: Case, k: int) -> np.ndarray | float | None:
 
 
 def fft_bound(case: Case, k: int) -> np.ndarray | None:
-    """(c_xla + c_ref) * ||y|| for each element of check `k`'s actual value when a
-    stablehlo.fft over one dimension computes it from a value this runner knows; else None."""
+    """(c_xla + c_ref) * ||y|| for check `k`'s actual value, one per transformed slice
+    (broadcast over its elements), when a stablehlo.fft computes it from a value this
+    runner knows; else None."""
     found = _producer(case, k)
     if found is None or found[0].name != "stablehlo.fft":
         return None
     op, value, block = found
     lengths = ints_attribute(op, "fft_length")
     x = _known_value(op.operands[0], block, case.arguments)
-    if len(lengths) != 1 or lengths[0] < 1 or x is None:
+    if not lengths or min(lengths) < 1 or x is None:
         return None
-    n, u = lengths[0], _unit_roundoff(value)
-    norm = _exact_norm(enum_attribute(op, "fft_type"), np.asarray(x).astype(np.complex128), n)
+    u = _unit_roundoff(value)
+    c_xla = math.prod(1 + _pass_xla(n, u) for n in lengths) - 1
+    c_ref = math.prod(1 + _pass_ref(n, u) for n in lengths) - 1
+    x = np.asarray(x).astype(np.complex128)
+    norm = _exact_norm(enum_attribute(op, "fft_type"), x, lengths)
+    return ((c_xla + c_ref) * norm).reshape(norm.shape + (1,) * len(lengths))
+
+
+def _direct_sums(n: int, u: float, mu: float) -> float:
+    return math.sqrt(n) * (math.sqrt(2) * _gamma(n + 4, u) + mu)
+
+
+def _pass_xla(n: int, u: float) -> float:
     t = math.ceil(math.log2(n))
     eta = u + _gamma(4, u) * (math.sqrt(2) + u)
     cooley_tukey = t * eta / (1 - t * eta) if t * eta < 1 else math.inf
-    c_xla = max(cooley_tukey, math.sqrt(2) * _gamma(n + 4, u) + u)
-    c_ref = math.sqrt(2) * _gamma(n + 4, u) + _gamma(3, u) * (1 + 2 * math.pi * (n - 1) ** 2 / n)
-    return ((c_xla + c_ref) * norm)[..., None]
+    return max(cooley_tukey, _direct_sums(n, u, u))
 
 
-def _exact_norm(kind: str, x: np.ndarray, n: int) -> np.ndarray:
-    """||y|| of each line of the exact transform of length n of `x` (Parseval)."""
-    line = np.sqrt(np.sum(np.abs(x) ** 2, axis=-1))
+def _pass_ref(n: int, u: float) -> float:
+    return _direct_sums(n, u, _gamma(3, u) * (1 + 2 * math.pi * (n - 1) ** 2 / n))
+
+
+def _exact_norm(kind: str, x: np.ndarray, lengths: list[int]) -> np.ndarray:
+    """||y|| of each transformed slice of the exact transform of `x` (Parseval)."""
+    axes = tuple(range(x.ndim - len(lengths), x.ndim))
+    size, n = math.prod(lengths), lengths[-1]
+    squares = np.sum(np.abs(x) ** 2, axis=axes)
     if kind in ("FFT", "RFFT"):
-        return math.sqrt(n) * line
+        return np.sqrt(size * squares)
     if kind == "IFFT":
-        return line / math.sqrt(n)
-    # IRFFT: x holds spectrum values 0 .. n//2; values n//2+1 .. n-1 mirror 1 .. n-n//2-1
-    mirrored = np.sum(np.abs(x[..., 1:n - x.shape[-1] + 1]) ** 2, axis=-1)
-    return np.sqrt((line ** 2 + mirrored) / n)
+        return np.sqrt(squares / size)
+    # IRFFT: x holds values 0 .. n//2 of the last dimension; n//2+1 .. n-1 mirror 1 .. n-n//2-1
+    mirrored = np.sum(np.abs(x[..., 1:n - x.shape[-1] + 1]) ** 2, axis=axes)
+    return np.sqrt((squares + mirrored) / size)
 
 
 def _known_value(value, block, arguments) -> np.ndarray | None:
