@@ -1,4 +1,4 @@
-"""How far two correct evaluations of a float reduction may be apart, from the operation.
+"""How far two correct evaluations of a float reduction or an FFT may be apart, from the operation.
 
 A backend may sum a reduction's terms in any order and contract multiply-adds (XLA CPU
 does both: it splits and vectorizes sums); StableHLO's `expect_close` asks for 3 ULP,
