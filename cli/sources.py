@@ -90,7 +90,8 @@ def load_mlir(path: str) -> hg.Computation:
     """A module from a file in any form hg.load reads, or from standard input for `-`.
     For the commands that read in this process (opt): HLO is read by XLA in a child
     process, whose parser ends the process on some malformed modules."""
-    return load_bytes(*read_module(path), isolated=True)
+    data, where = read_module(path)
+    return load_bytes(data, where, isolated=True, file=_regular_file(path))
 
 
 def single_passes(pipeline: str) -> list[str]:
@@ -153,7 +154,13 @@ def module_source(path: str, function: str | None):
             raise InputError(f"{where}: a compiled file runs the function it was compiled "
                              f"from ({found.computation.name}), not {function!r}")
         return found.computation, found
-    return with_entry(load_bytes(data, where), function, where), None
+    return with_entry(load_bytes(data, where, file=_regular_file(path)), function, where), None
+
+
+def _regular_file(path: str) -> str | None:
+    """`path` where MLIR may read it again, so that ops' locations name it (not a pipe,
+    /dev/fd/N, which was read once already; not standard input)."""
+    return path if path != "-" and pathlib.Path(path).is_file() else None
 
 
 def with_entry(comp: hg.Computation, name: str | None, where: str) -> hg.Computation:

@@ -71,7 +71,9 @@ class Computation:
     @functools.cached_property
     def fingerprint(self) -> str:
         """A digest of the module (without locations): the key of executable caches."""
-        return hashlib.sha256(self.as_text().encode()).hexdigest()
+        # the module was verified when built or loaded: printing need not verify it again
+        text = self.module.operation.get_asm(assume_verified=True)
+        return hashlib.sha256(text.encode()).hexdigest()
 
     def signature(self) -> str:
         params = ", ".join(f"{n}: {s}" for n, s in zip(self.parameter_names, self.parameter_shapes))

@@ -34,25 +34,26 @@ def load(source, *, isolated: bool = False) -> Computation:
     another element count, a tuple index out of range) instead of reporting an error;
     the command line reads this way. Otherwise only what is known to end it is refused
     up front (hlogen.hlo)."""
-    where = "<text>"
     if isinstance(source, os.PathLike) or (isinstance(source, str) and _looks_like_path(source)):
         where = os.fspath(source)
         try:
             with open(where, "rb") as f:
-                source = f.read()
+                data = f.read()
         except OSError as e:
             raise InputError(f"{where}: cannot read: {e.strerror}") from None
-    elif isinstance(source, str):
+        return load_bytes(data, where, isolated=isolated, file=where)
+    if isinstance(source, str):
         source = source.encode()
     elif not isinstance(source, (bytes, bytearray)):
         raise InputError(f"load takes a path, MLIR text or bytes, got {type(source).__name__}")
-    return load_bytes(bytes(source), where, isolated=isolated)
+    return load_bytes(bytes(source), "<text>", isolated=isolated)
 
 
-def load_bytes(data: bytes, where: str, *, isolated: bool = False) -> Computation:
+def load_bytes(data: bytes, where: str, *, isolated: bool = False,
+               file: str | None = None) -> Computation:
     """A Computation from the bytes of a module in any form; `where` names them in errors
-    (`isolated`: as `load` says)."""
-    module = read_module(data, where, isolated=isolated)
+    (`isolated`: as `load` says; `file`: as `parse_module` says)."""
+    module = read_module(data, where, isolated=isolated, file=file)
     preflight.check_module(module, where)
     main = main_of(module, where)
     names = given_names(main)
@@ -61,7 +62,8 @@ def load_bytes(data: bytes, where: str, *, isolated: bool = False) -> Computatio
     return Computation(module, where)
 
 
-def read_module(data: bytes, where: str, *, isolated: bool = False) -> ir.Module:
+def read_module(data: bytes, where: str, *, isolated: bool = False,
+                file: str | None = None) -> ir.Module:
     """The StableHLO module of `data`, in whichever form it comes (see the docstring)."""
     if not data.startswith(_BYTECODE_MAGIC):
         if hlo.is_text(data):
@@ -73,7 +75,7 @@ def read_module(data: bytes, where: str, *, isolated: bool = False) -> ir.Module
             return module
         if exports.is_exported(data):
             return exports.load_exported(data, where, parse_module)
-    return parse_module(data, where)
+    return parse_module(data, where, file=file)
 
 
 def _looks_like_path(text: str) -> bool:
@@ -82,8 +84,11 @@ def _looks_like_path(text: str) -> bool:
     return "\n" not in text and "{" not in text and not re.match(r"\s*(module|func\.func)\b", text)
 
 
-def parse_module(data: bytes, where: str = "<text>") -> ir.Module:
-    """Parses text, bytecode or a portable artifact; errors name file, line and column."""
+def parse_module(data: bytes, where: str = "<text>", *, file: str | None = None) -> ir.Module:
+    """Parses text, bytecode or a portable artifact; errors name file, line and column.
+    `file`: the file `data` was read from; MLIR text is then parsed from it, so that its
+    ops' locations name it (XLA's metadata and hlogen's messages then say where an op
+    is), not "-" as for text parsed from memory."""
     ctx = mlir.context()
     bytecode = data.startswith(_BYTECODE_MAGIC)
     if bytecode:
@@ -101,7 +106,8 @@ def parse_module(data: bytes, where: str = "<text>") -> ir.Module:
                 messages.clear()
         if module is None:
             try:
-                module = ir.Module.parse(data, context=ctx)
+                module = (ir.Module.parseFile(file, context=ctx) if file and not bytecode
+                          else ir.Module.parse(data, context=ctx))
             except ir.MLIRError as e:
                 raise InputError(_parse_error(e, where)) from None
             except Exception as e:  # e.g. bytecode the reader rejects before any diagnostic
