@@ -7,7 +7,7 @@ import pytest
 
 import hlogen as hg
 from hlogen import ops
-from tests.helpers import BACKENDS, run
+from tests.helpers import BACKENDS, EVERY_TYPE, run
 
 
 def _matvec():
@@ -121,7 +121,7 @@ def test_builder_errors():
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("et", list(hg.ELEMENT_TYPES.values()), ids=lambda t: t.name)
+@pytest.mark.parametrize("et", EVERY_TYPE, ids=lambda t: t.name)
 def test_constants_of_every_type(et, backend):
     from tests.references import values
     array = values(et)

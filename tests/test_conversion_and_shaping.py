@@ -10,9 +10,9 @@ import pytest
 import hlogen as hg
 from hlogen import ops
 from hlogen.ops.conversion import bitcast_convert_shape
-from tests.helpers import BACKENDS, bits_equal, run, single_op
+from tests.helpers import BACKENDS, EVERY_TYPE, bits_equal, run, single_op
 
-ALL_TYPES = list(hg.ELEMENT_TYPES.values())
+ALL_TYPES = EVERY_TYPE  # the narrow new types: tests/test_element_types_narrow.py
 
 
 # -- ConvertElementType ---------------------------------------------------------------------

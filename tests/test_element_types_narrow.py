@@ -15,7 +15,7 @@ import hlogen as hg
 from hlogen import ops
 from hlogen.conformance.judge import ulp_distance
 from tests import references as R
-from tests.helpers import BACKENDS, bits_equal, run, single_op
+from tests.helpers import BACKENDS, NARROW_TYPES, bits_equal, run, single_op
 
 NEW_TYPES = {  # XLA name: (MLIR name, ml_dtypes type)
     "f8e4m3": ("f8E4M3", ml_dtypes.float8_e4m3),
@@ -30,7 +30,7 @@ NEW_TYPES = {  # XLA name: (MLIR name, ml_dtypes type)
     "s2": ("i2", ml_dtypes.int2),
     "u2": ("ui2", ml_dtypes.uint2),
 }
-TYPES = [hg.ELEMENT_TYPES[name] for name in NEW_TYPES]
+TYPES = [hg.ELEMENT_TYPES[name] for name in NARROW_TYPES]
 
 
 def _limit(et, backend):
@@ -85,7 +85,7 @@ def same_values(got, want, context="", backend=None):
 
 # -- the table ------------------------------------------------------------------------
 
-@pytest.mark.parametrize("name", list(NEW_TYPES))
+@pytest.mark.parametrize("name", NARROW_TYPES)
 def test_each_type_is_one_entry_of_the_table(name):
     mlir_name, dtype = NEW_TYPES[name]
     et = hg.ELEMENT_TYPES[name]
@@ -107,6 +107,14 @@ def test_values_a_type_cannot_hold_are_refused():
     # rounding is not overflow: 6.9 is f4's 6, 460 is f8e4m3fn's 448
     assert hg.types.as_array(6.9, hg.f4e2m1fn) == 6.0
     assert hg.types.as_array(460.0, hg.f8e4m3fn) == 448.0
+
+
+@pytest.mark.parametrize("et,backend", RUNS)
+def test_constants_of_every_value(et, backend):
+    v = every_value(et)
+    b = hg.Builder("constants")
+    got, splat = run(b.build(b.constant(v), b.constant(np.repeat(v[-1:], 3))), backend)
+    assert bits_equal(got, v) and bits_equal(splat, np.repeat(v[-1:], 3))
 
 
 # -- element-wise ops -------------------------------------------------------------------

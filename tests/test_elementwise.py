@@ -9,9 +9,9 @@ import hlogen as hg
 from hlogen import ops
 from hlogen.ops import elementwise as E
 from tests import references as R
-from tests.helpers import BACKENDS, assert_close, run, run_both, single_op
+from tests.helpers import BACKENDS, EVERY_TYPE, assert_close, run, run_both, single_op
 
-ALL_TYPES = list(hg.ELEMENT_TYPES.values())
+ALL_TYPES = EVERY_TYPE  # the narrow new types: tests/test_element_types_narrow.py
 
 
 def _accepting(kinds):
