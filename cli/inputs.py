@@ -11,9 +11,9 @@
 Element types are XLA's names (f32, s32, pred, bf16, ...) or MLIR's (i32, i1, ui8, ...).
 Files may be pipes (`--input @<(cat x.npy)`): they are read once, whole.
 
-numpy saves the element types of ml_dtypes (bf16, the f8 types, int4) as raw bytes
-(`|V2`, `|V1`); such an array is read as the element type of the parameter it goes to,
-when that type has the same width.
+numpy saves the element types of ml_dtypes (bf16, the f4, f6 and f8 types, int2, int4) as
+raw bytes (`|V2`, `|V1`); such an array is read as the element type of the parameter it
+goes to, when that type has the same width.
 """
 from __future__ import annotations
 
@@ -209,5 +209,6 @@ def _typed(array, i: int, names, shapes, option: str):
         return array.view(shape.dtype)
     wanted = f"'{names[k]}' is {shape}" if shape is not None else "there is no such value"
     raise InputError(f"{option} value {i}: raw {width}-byte data ({array.dtype.str}: how numpy "
-                     f"saves bf16, f8 and int4 arrays) is read as the element type of the value "
-                     f"it goes to, when that type is {width} byte(s) wide; {wanted}")
+                     f"saves bf16, f4, f6, f8, int2 and int4 arrays) is read as the element "
+                     f"type of the value it goes to, when that type is {width} byte(s) wide; "
+                     f"{wanted}")

@@ -228,8 +228,8 @@ def opt(file, pipeline, mlir_pipeline, fmt, target_version, output, force, print
 _VALUE_HELP = ("2x3xf32=1,2,3,4,5,6, \"2x3xf32=[1 2 3][4 5 6]\", 2x3xf32=0 (a splat), f32=3.5 "
                "(a scalar), 2x3xf32=@raw.bin, @x.npy, or x.npz (all its arrays: keyed by "
                "parameter name, or arg0, arg1, ... for order). Files may be pipes (@<(...)). "
-               "Arrays of ml_dtypes types (bf16, f8, int4), which numpy saves as raw |V2 or "
-               "|V1, are read as the element type of their parameter")
+               "Arrays of ml_dtypes types (bf16, f4, f6, f8, int2, int4), which numpy saves "
+               "as raw |V2 or |V1, are read as the element type of their parameter")
 
 
 
@@ -278,8 +278,9 @@ _VALUE_HELP = ("2x3xf32=1,2,3,4,5,6, \"2x3xf32=[1 2 3][4 5 6]\", 2x3xf32=0 (a sp
               help="out.npz (every result: result_0, result_1, ...), or one @out.npy per result "
                    "in order (- skips a result), in folders that exist. With --replicas, each "
                    "has a leading replica dimension (this process's replicas, in order). numpy "
-                   "saves bf16, f8 and int4 results as raw bytes: read them with ml_dtypes, "
-                   "np.load(f).view(ml_dtypes.bfloat16) (.npz: np.load(f)['result_0'].view(...)).")
+                   "saves bf16, f4, f6, f8, int2 and int4 results as raw bytes: read them "
+                   "with ml_dtypes, np.load(f).view(ml_dtypes.bfloat16) (.npz: "
+                   "np.load(f)['result_0'].view(...)).")
 @click.option("--repeat", type=click.IntRange(min=1), default=1, show_default=True,
               help="Run N times and report min/median/max time per call (stderr).")
 @click.option("--no-cache", is_flag=True, help="Compile even when the executable cache has it.")

@@ -304,8 +304,8 @@ def _overflow_bound(et: ElementType) -> float:
 # float types without Inf (f4, f6, f8e4m3fn, ...) -> the magnitude that overflows them:
 # ml_dtypes saturates such values to the largest finite one (or makes NaN)
 with np.errstate(all="ignore"):
-    _SATURATING = {t.name: _overflow_bound(t) for t in ELEMENT_TYPES.values()
-                   if t.kind == FLOAT and not np.isinf(np.array(np.inf).astype(t.dtype).astype(float))}
+    _SATURATING = {t.name: _overflow_bound(t) for t in ELEMENT_TYPES.values() if t.kind == FLOAT
+                   and not np.isinf(np.array(np.inf).astype(t.dtype).astype(np.float64))}
 
 # Python values without a dtype become these, as in XLA literals (and jax without x64).
 _PYTHON_DEFAULTS = {bool: "pred", int: "s32", float: "f32", complex: "c64"}

@@ -7,6 +7,8 @@ to the type: exact for +, -, *, / of these types). What a backend cannot run is
 refused before native code, as the types table says (`ElementType.limits`)."""
 from __future__ import annotations
 
+import re
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -317,7 +319,8 @@ def test_refused_before_native_code(et, backend):
     """A constant of the type (XLA CPU ends the process on an f6 one) and a parameter."""
     b = hg.Builder("refused")
     comp = b.build(b.constant(np.array([1.0, 2.0], et.dtype)))
-    with pytest.raises(hg.UnsupportedError, match=f"cannot run {et.name}.*{_limit(et, backend)[:20]}"):
+    why = re.escape(_limit(et, backend)[:30])
+    with pytest.raises(hg.UnsupportedError, match=f"cannot run {et.name}.*: {why}"):
         run(comp, backend)
     with pytest.raises(hg.UnsupportedError, match=f"cannot run {et.name}"):
         run(single_op(lambda a: ops.convert_element_type(a, hg.f32), hg.Shape(et, (2,))),
@@ -334,7 +337,8 @@ def test_random_bits_of_a_width_no_integer_has_are_refused():
 @pytest.mark.parametrize("et", [hg.s2, hg.u2, hg.f4e2m1fn, hg.f8e4m3fnuz])
 def test_random_bits_of_narrow_types_agree_on_both_backends(et):
     b = hg.Builder("bits")
-    _, data = ops.rng_bit_generator("THREE_FRY", b.parameter(hg.u64[2], "state"), hg.Shape(et, (64,)))
+    state = b.parameter(hg.u64[2], "state")
+    _, data = ops.rng_bit_generator("THREE_FRY", state, hg.Shape(et, (64,)))
     comp = b.build(data)
     state = np.array([1, 2], np.uint64)
     got = {backend: run(comp, backend, state) for backend in BACKENDS if not _limit(et, backend)}
