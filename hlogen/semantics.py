@@ -131,6 +131,25 @@ def _total_order_key(emitter, shape: T.Shape, x) -> ir.Value:
     return _one(emitter, "stablehlo.xor", key_shape, [key, flip])
 
 
+# -- narrow floats (f4, f6, f8) ----------------------------------------------------------
+
+def in_f32(emitter, mlir_name: str, shape: T.Shape, operands) -> ir.Value:
+    """`mlir_name` of narrow floats of `shape` computed in f32 and rounded back, as XLA
+    CPU computes them."""
+    wide = shape.with_element_type(T.f32)
+    result = _one(emitter, mlir_name, wide,
+                  [_one(emitter, "stablehlo.convert", wide, [x]) for x in operands])
+    return _one(emitter, "stablehlo.convert", shape, [result])
+
+
+def convert(emitter, shape: T.Shape, x, from_type: T.ElementType) -> ir.Value:
+    """ConvertElementType to `shape`; narrow floats go to integers through f32, as XLA
+    converts them (XLA CPU's own f4 -> integer conversion makes 6.0 INT_MAX)."""
+    if from_type.is_narrow_float and shape.element_type.is_integer:
+        x = _one(emitter, "stablehlo.convert", shape.with_element_type(T.f32), [x])
+    return _one(emitter, "stablehlo.convert", shape, [x])
+
+
 # -- ReducePrecision ------------------------------------------------------------------
 
 def reduce_precision(emitter, shape: T.Shape, x, exponent_bits: int, mantissa_bits: int) -> ir.Value:
@@ -215,9 +234,32 @@ def _rewrite_reduce_precision(op):
     return reduce_precision(_Before(op), shape, op.operands[0], exponent, mantissa)
 
 
+def _rewrite_convert(op):
+    source, shape = _shape(op.operands[0]), _shape(op.result)
+    if source is None or shape is None or not source.element_type.is_narrow_float or \
+            not shape.element_type.is_integer:
+        return None
+    return convert(_Before(op), shape, op.operands[0], source.element_type)
+
+
+def _rewrite_in_f32(op):
+    shape = _shape(op.result)
+    if shape is None or not shape.element_type.is_narrow_float:
+        return None
+    return in_f32(_Before(op), op.name, shape, op.operands)
+
+
+# Narrow floats' rounding to integers, computed in f32 (exact there) in loaded modules
+# too: the interpreter returns NaN for f8e3m4's (hlogen.ops.elementwise emits the
+# transcendental functions so as well, as XLA CPU computes them).
+ROUNDING_IN_F32 = ("stablehlo.ceil", "stablehlo.floor", "stablehlo.round_nearest_afz",
+                   "stablehlo.round_nearest_even")
+
 _REWRITES = {"stablehlo.divide": _rewrite_division, "stablehlo.remainder": _rewrite_division,
              "stablehlo.compare": _rewrite_compare,
-             "stablehlo.reduce_precision": _rewrite_reduce_precision}
+             "stablehlo.reduce_precision": _rewrite_reduce_precision,
+             "stablehlo.convert": _rewrite_convert,
+             **{name: _rewrite_in_f32 for name in ROUNDING_IN_F32}}
 
 
 # -- recognizing what the functions above emitted (so a second rewrite changes nothing)

@@ -254,14 +254,37 @@ def test_conversion_from_f32_rounds_to_nearest_even_and_saturates_or_overflows(e
     same_values(got, _to(x, et))
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_f4_largest_value_converts_to_an_integer(backend):
-    """XLA CPU's own f4 -> s32 conversion gives 6.0 as INT_MAX; hlogen converts through f32."""
-    if backend == "interpret":
-        pytest.skip("the interpreter refuses f4 (test_refused_before_native_code)")
+def test_f4_largest_value_converts_to_an_integer():
+    """XLA CPU's own f4 -> s32 conversion gives 6.0 as INT_MAX; hlogen converts through
+    f32 (on XLA CPU: the interpreter refuses f4)."""
     x = np.array([6.0, -6.0, 4.0, -0.5], ml_dtypes.float4_e2m1fn)
-    got = run(single_op(lambda a: ops.convert_element_type(a, hg.s32), hg.f4e2m1fn[4]), backend, x)
+    got = run(single_op(lambda a: ops.convert_element_type(a, hg.s32), hg.f4e2m1fn[4]), "cpu", x)
     same_values(got, np.array([6, -6, 4, 0], np.int32))
+
+
+ROUNDING_E3M4 = """func.func @main(%y: tensor<4xf8E3M4>) -> (tensor<4xf8E3M4>, tensor<4xf8E3M4>) {
+  %0 = stablehlo.floor %y : tensor<4xf8E3M4>
+  %1 = stablehlo.round_nearest_even %y : tensor<4xf8E3M4>
+  return %0, %1 : tensor<4xf8E3M4>, tensor<4xf8E3M4>
+}"""
+F4_TO_I32 = """func.func @main(%x: tensor<4xf4E2M1FN>) -> tensor<4xi32> {
+  %0 = stablehlo.convert %x : (tensor<4xf4E2M1FN>) -> tensor<4xi32>
+  return %0 : tensor<4xi32>
+}"""
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_loaded_modules_get_the_same_narrow_float_semantics(backend):
+    """f8e3m4's rounding in f32 (the interpreter: NaN otherwise) and f4 -> integer
+    through f32 (XLA CPU: 6.0 -> INT_MAX otherwise; the interpreter refuses f4), in
+    modules hlogen did not build."""
+    y = np.array([1.5, -2.25, 7.75, 0.5], ml_dtypes.float8_e3m4)
+    floor, even = run(hg.load(ROUNDING_E3M4), backend, y)
+    same_values(floor, np.floor(y.astype(np.float64)).astype(y.dtype))
+    same_values(even, np.rint(y.astype(np.float64)).astype(y.dtype))
+    if backend == "cpu":
+        x = np.array([6.0, -6.0, 4.0, 1.5], ml_dtypes.float4_e2m1fn)
+        same_values(run(hg.load(F4_TO_I32), backend, x), np.array([6, -6, 4, 1], np.int32))
 
 
 def _same_width_types(et):

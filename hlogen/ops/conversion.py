@@ -18,12 +18,9 @@ def convert_element_type(operand, new_element_type):
     if shape.element_type.kind == COMPLEX and et.kind != COMPLEX:
         operand = operand.builder.add_op(  # Real (elementwise.py, which builds on this module)
             "stablehlo.real", shape.with_element_type(shape.element_type.component), [operand])
-    elif shape.element_type.is_narrow_float and et.is_integer:
-        # through f32, as XLA converts narrow floats: XLA CPU's own f4 -> integer
-        # conversion makes 6.0 the integer type's largest value
-        operand = operand.builder.add_op("stablehlo.convert", shape.with_element_type(T.f32),
-                                         [operand])
-    return operand.builder.add_op("stablehlo.convert", shape.with_element_type(et), [operand])
+    result = shape.with_element_type(et)
+    value = semantics.convert(operand.builder, result, operand.value, operand.shape.element_type)
+    return Op(operand.builder, value, result)
 
 
 def bitcast_convert_shape(shape: T.Shape, new_element_type) -> T.Shape:

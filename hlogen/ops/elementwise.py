@@ -19,7 +19,7 @@ from hlogen import types as T
 from hlogen.broadcasting import binary_broadcast, broadcast_shapes_exactly
 from hlogen.builder import Op, same_builder
 from hlogen.errors import ShapeError
-from hlogen.ops.conversion import bitcast_convert_type, convert_element_type
+from hlogen.ops.conversion import bitcast_convert_type
 from hlogen.ops.tuples import get_tuple_element, tuple as make_tuple
 from hlogen.ops._common import (ANY, ARITHMETIC, COMPLEX, FLOAT, FLOATING, INTEGER, LOGICAL,
                                 PRED, UNSIGNED, array_operand, as_operands,
@@ -88,8 +88,8 @@ def _binary_op(name, lhs, rhs, broadcast_dimensions):
     if name in ("div", "rem") and et.is_integer:
         return _integer_division(name, mlir_name, shape, lhs, rhs)
     if name == "atan2" and et.is_narrow_float:  # in f32, as the unary functions below
-        wide = [convert_element_type(x, T.f32) for x in (lhs, rhs)]
-        return convert_element_type(_binary_op(name, *wide, ()), et)
+        return Op(lhs.builder, semantics.in_f32(lhs.builder, mlir_name, shape,
+                                                [lhs.value, rhs.value]), shape)
     return lhs.builder.add_op(mlir_name, shape, [lhs, rhs])
 
 
@@ -161,9 +161,9 @@ UNARY = {
 # Transcendental functions of narrow floats (f4, f6, f8) are computed in f32 and rounded
 # back, as XLA CPU does: computed in f8 itself, intermediate values overflow (exp(7) >
 # 448), XLA CPU's f8 atan2 is off by ulps, and chlo.erf has no f8 lowering at all.
-# Rounding to integers too: the reference interpreter returns NaN for f8e3m4 ones.
+# Rounding to integers too (semantics.ROUNDING_IN_F32, for loaded modules as well).
 _NARROW_IN_F32 = {"cbrt", "cos", "erf", "exp", "expm1", "log", "log1p", "logistic", "rsqrt",
-                  "sin", "sqrt", "tan", "tanh", "ceil", "floor", "round", "round_nearest_even"}
+                  "sin", "sqrt", "tan", "tanh"}
 
 
 def _unary_op(name, operand):
@@ -172,9 +172,9 @@ def _unary_op(name, operand):
     if et.kind == UNSIGNED and name in ("abs", "sign"):
         # XLA: |x| = x and sgn(x) = min(x, 1) for unsigned x; StableHLO has neither.
         return operand if name == "abs" else _binary_op("min", operand, 1, ())
-    if et.is_narrow_float and name in _NARROW_IN_F32:
-        wide = _unary_op(name, convert_element_type(operand, T.f32))
-        return convert_element_type(wide, et)
+    if et.is_narrow_float and (name in _NARROW_IN_F32 or mlir_name in semantics.ROUNDING_IN_F32):
+        return Op(operand.builder, semantics.in_f32(operand.builder, mlir_name, operand.shape,
+                                                    [operand.value]), operand.shape)
     if name == "population_count" and et.name == "s4":
         # XLA CPU sign-extends s4 before counting (popcnt(-8) = 5); count the u4 bits.
         unsigned = _unary_op(name, bitcast_convert_type(operand, T.u4))
