@@ -10,6 +10,10 @@ modules get the same semantics from the same code:
 - TotalOrder comparisons of floats, compared as integers like XLA's comparison
   expander (the interpreter ignores compare_type TOTALORDER);
 - ReducePrecision keeps NaN (with mantissa_bits=0 the interpreter returns Inf);
+- narrow floats (f4, f6, f8): functions computed in f32 and rounded back, and converted
+  to integers through f32, as XLA computes them (XLA CPU's own f4 conversion makes 6.0
+  INT_MAX; the interpreter rounds f8e3m4 to NaN); loaded modules get the rounding and
+  the conversion (their transcendental functions stay as XLA CPU computes them anyway);
 - empty replica groups mean every replica, one group (`explicit_replica_groups`: XLA
   CPU dies with SIGFPE on an AllToAll without groups, the interpreter aborts on any
   collective without them).
