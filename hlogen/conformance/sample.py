@@ -15,7 +15,7 @@ import re
 from hlogen.conformance import files
 
 _OP = re.compile(r"\b((?:stablehlo|chlo)\.[a-z_]+)\b")
-_TYPE = re.compile(r"tensor<(?:[0-9?]+x)*([a-z][a-z0-9]*)")
+_TYPE = re.compile(r"tensor<(?:[0-9?]+x)*([a-z][A-Za-z0-9]*)")
 _NOT_TESTED = {"stablehlo.constant", "stablehlo.custom_call", "stablehlo.return"}
 
 
