@@ -310,11 +310,24 @@ def test_bitcasts_to_and_from_every_type_of_the_same_width(et, backend):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_eight_bit_floats_bitcast_to_and_from_wider_types(backend):
+def test_bitcasts_between_widths_pack_little_endian(backend):
+    """The first element is the least significant part, sub-byte ones too."""
     x = np.arange(8, dtype=np.uint8).view(ml_dtypes.float8_e4m3fnuz).reshape(4, 2)
     got = run(single_op(lambda a: ops.bitcast_convert_type(a, hg.u16), hg.f8e4m3fnuz[4, 2]),
               backend, x)
     assert bits_equal(got, x.view(np.uint16).reshape(4))
+    crumbs = np.array([[0, 1, -2, -1], [1, 1, 0, -2]], ml_dtypes.int2)  # 2-bit: 0,1,2,3 / 1,1,0,2
+    got = run(single_op(lambda a: ops.bitcast_convert_type(a, hg.u8), hg.s2[2, 4]), backend, crumbs)
+    same_values(got, np.array([0 | 1 << 2 | 2 << 4 | 3 << 6, 1 | 1 << 2 | 0 << 4 | 2 << 6], np.uint8))
+    back = run(single_op(lambda a: ops.bitcast_convert_type(a, hg.s2), hg.u8[2]), backend, got)
+    same_values(back, crumbs)
+
+
+def test_bitcasts_between_widths_that_do_not_divide_are_refused():
+    b = hg.Builder("bitcast")
+    for shape, et in [(hg.f6e2m3fn[4], hg.u8), (hg.u8[4], hg.f6e3m2fn), (hg.f6e2m3fn[4], hg.s4)]:
+        with pytest.raises(hg.ShapeError, match="one width must be a multiple of the other"):
+            ops.bitcast_convert_type(b.parameter(shape), et)
 
 
 @pytest.mark.parametrize("et,backend", RUNS)

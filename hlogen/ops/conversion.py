@@ -38,6 +38,9 @@ def bitcast_convert_shape(shape: T.Shape, new_element_type) -> T.Shape:
                              f"pred and complex types have no bit layout XLA defines")
     if old.bits == et.bits:
         return T.Shape(et, shape.dimensions)
+    if max(old.bits, et.bits) % min(old.bits, et.bits):  # f6 and 8-bit types
+        raise ShapeError(f"bitcast_convert_type: cannot bitcast {shape} to {et.name}: one "
+                         f"width must be a multiple of the other ({old.bits} and {et.bits} bits)")
     if old.bits > et.bits:
         return T.Shape(et, shape.dimensions + (old.bits // et.bits,))
     ratio = et.bits // old.bits
