@@ -30,12 +30,12 @@ import json
 import os
 import re
 
+from hlogen.conformance.bounds import BOUNDS
 from hlogen.errors import InputError
 
 DEFAULT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "known_deviations.json")
 _FIELDS = {"backend", "op", "element_type", "file", "status", "when", "message", "reason"}
-BOUNDED = ("reassociation", "fft")  # the `when`s of hlogen.conformance.bounds.BOUNDS
-_WHEN = re.compile(rf"^(subnormal|nan|{'|'.join(BOUNDED)}|ulp<=\d+)$")
+_WHEN = re.compile(rf"^(subnormal|nan|{'|'.join(BOUNDS)}|ulp<=\d+)$")
 
 
 @dataclasses.dataclass
@@ -78,7 +78,7 @@ class Entry:
             return False
         if self.when:
             traits = record.get("traits") or {}
-            if self.when in ("subnormal", "nan", *BOUNDED):
+            if self.when in ("subnormal", "nan", *BOUNDS):
                 return bool(traits.get(f"{self.when}_only"))
             if self.when.startswith("ulp<="):
                 return "max_ulp" in traits and traits["max_ulp"] <= int(self.when[5:])
@@ -125,7 +125,7 @@ def load(path: str) -> list[Entry]:
             raise InputError(f"{where}: `status` is a list of fail, error, crash, timeout, skipped")
         when = item.get("when")
         if when is not None and not (isinstance(when, str) and _WHEN.match(when)):
-            raise InputError(f"{where}: `when` is subnormal, nan, {', '.join(BOUNDED)} or ulp<=N, "
+            raise InputError(f"{where}: `when` is subnormal, nan, {', '.join(BOUNDS)} or ulp<=N, "
                              f"got {when!r}")
         if item.get("message") is not None:
             try:

@@ -3,9 +3,10 @@
 Each worker slot is a thread that owns one worker process (hlogen.conformance.worker),
 which imports what this installation holds whatever the current folder has (a clone
 named hlogen/, a numpy.py): started with `python -c`, which puts that folder first on
-sys.path, it takes it off before importing anything. A worker that dies (a native abort: SIGABRT, SIGSEGV, ...) or passes the
-time limit is recorded against the task it was running, with the signal and the last
-lines it wrote to stderr, and replaced by a fresh one; the run goes on.
+sys.path, it takes it off before importing anything. A worker that dies (a native
+abort: SIGABRT, SIGSEGV, ...) or passes the time limit is recorded against the task it
+was running, with the signal and the last lines it wrote to stderr, and replaced by a
+fresh one; the run goes on.
 """
 from __future__ import annotations
 

@@ -65,8 +65,8 @@ def check_partition(op_name: str, groups: list[list[int]], num_replicas: int | N
         raise ShapeError(f"{where} has an empty group; every group names at least one replica")
     repeated = sorted({r for r in ids if ids.count(r) > 1})
     if repeated:
-        raise ShapeError(f"{where} names replica(s) {repeated} more than once: the groups must "
-                         f"be a partition of the replicas (each in exactly one group)")
+        raise ShapeError(f"{where} names replica(s) {repeated} more than once: each replica "
+                         f"is in {'exactly' if complete else 'at most'} one group")
     outside = sorted(r for r in ids if not 0 <= r < n)
     missing = sorted(set(range(n)) - set(ids)) if complete else []
     if outside or missing:
