@@ -72,13 +72,15 @@ def _native_code(op):
             f"jaxlib's LAPACK potrf, trsm and getrf)")
 
 
-def _two_bit_sort(op):
-    # XLA CPU returns garbage for s2/u2 operands (s4 and wider sort right)
-    for value in op.operands:
-        if _element_type(value).bits == 2:
-            return (f"XLA CPU sorts {_element_type(value).name} values wrongly; convert them "
-                    f"to s8/u8 to sort them")
-    return None
+def _two_bit(what: str):
+    """A predicate: `op` has s2/u2 operands, which XLA CPU `what` (s4 and wider work)."""
+    def refusal(op):
+        for value in op.operands:
+            if _element_type(value).bits == 2:
+                return (f"XLA CPU {what} {_element_type(value).name} values; convert them to "
+                        f"s8/u8 first")
+        return None
+    return refusal
 
 
 def _variadic_with_channel(op):
@@ -138,7 +140,9 @@ UNSUPPORTED = {
         "stablehlo.custom_call": ("", _pjrt_custom_call),
         "stablehlo.rng": ("", _rng_refusal),
         "stablehlo.rng_bit_generator": ("", _bits_refusal),
-        "stablehlo.sort": ("", _two_bit_sort),
+        "stablehlo.sort": ("", _two_bit("sorts wrongly")),
+        "stablehlo.concatenate": ("", _two_bit("ends the process (a CHECK in ir_array.cc) "
+                                               "concatenating")),
     },
 }
 _INTERPRETER_DIALECTS = ("stablehlo.", "func.")

@@ -340,12 +340,24 @@ def test_sort_select_and_dot(et, backend):
                         hg.Shape(et, v.shape)), backend, mask, v, v[::-1].copy())
     same_values(got, np.where(mask, v, v[::-1]))
     if et.bits == 2 and backend == "cpu":
-        with pytest.raises(hg.UnsupportedError, match=f"XLA CPU sorts {et.name} values wrongly"):
+        with pytest.raises(hg.UnsupportedError, match=f"XLA CPU sorts wrongly {et.name} values"):
             run(single_op(ops.sort, hg.Shape(et, v.shape)), backend, v[::-1].copy())
         return
     got = run(single_op(ops.sort, hg.Shape(et, v.shape)), backend, v[::-1].copy())
     widen = np.int64 if et.is_integer else np.float64
     np.testing.assert_array_equal(got.astype(widen), np.sort(v.astype(widen)))
+
+
+@pytest.mark.parametrize("et,backend", [p for p in RUNS if p.values[0].bits < 8])
+def test_concatenate_of_sub_byte_types(et, backend):
+    """XLA CPU ends the process on a concatenation of 2-bit values: refused there."""
+    x = every_value(et)[:4].reshape(2, 2)
+    comp = single_op(lambda a: ops.concatenate([a, a], 0), hg.Shape(et, (2, 2)))
+    if et.bits == 2 and backend == "cpu":
+        with pytest.raises(hg.UnsupportedError, match="ends the process"):
+            run(comp, backend, x)
+        return
+    same_values(run(comp, backend, x), np.concatenate([x, x], 0))
 
 
 # -- what a backend cannot run -----------------------------------------------------------
