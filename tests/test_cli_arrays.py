@@ -93,7 +93,8 @@ def test_raw_bytes_of_another_width_are_refused(tmp_path):
                     "--input", "3xf32=0")
     assert result.returncode == 2
     assert result.stderr == ("error: --input value 0: raw 2-byte data (|V2: how numpy saves "
-                             "bf16, f8 and int4 arrays) is read as the element type of the "
+                             "bf16, f4, f6, f8, int2 and int4 arrays) is read as the element type "
+                             "of the "
                              "value it goes to, when that type is 2 byte(s) wide; 'x' is "
                              "f32[3]\n")
 
