@@ -92,7 +92,8 @@ _INTERPRETER_MAX_TO_ZERO = ("the reference interpreter rounds results equal to t
                             "finite value (±{}) to 0")
 
 
-# The one table of element types: XLA name, kind, bits, MLIR type, numpy dtype.
+# The one table of element types: XLA name, kind, bits, MLIR type, numpy dtype, and what
+# a backend cannot run (limits, by keyword).
 ELEMENT_TYPES: dict[str, ElementType] = {t.name: t for t in [
     _et("pred", PRED, 1, "i1", np.bool_),
     _et("s2", SIGNED, 2, "i2", ml_dtypes.int2),
