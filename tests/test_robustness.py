@@ -506,8 +506,8 @@ def test_errors_name_the_file(tmp_path):
       return %1 : tensor<2xf32>""", "%a: tensor<2xf32>"))
     with pytest.raises(hg.InputError, match=re.escape(f"{path}:2:6: stablehlo.abs: dynamic")):
         hg.load(path)
-    path.write_text(module("return %a : tensor<2xi2>", "%a: tensor<2xi2>", "tensor<2xi2>"))
-    with pytest.raises(hg.InputError, match=re.escape(f"{path}:1:1: func.func: MLIR element type i2")):
+    path.write_text(module("return %a : tensor<2xi3>", "%a: tensor<2xi3>", "tensor<2xi3>"))
+    with pytest.raises(hg.InputError, match=re.escape(f"{path}:1:1: func.func: MLIR element type i3")):
         hg.load(path)
 
 
