@@ -221,9 +221,10 @@ class Inventory:
 
 # the inventories of the last modules checked, with the modules themselves (kept alive, so
 # that `is` identifies them): loading and then preparing one module walks it once. Modules
-# that passes change are clones (hlogen.passes), not these.
+# that passes change are clones (hlogen.passes), not these. Two: a run checks the module
+# it was given and the one it prepared from it; more would keep large modules alive.
 _inventories: list = []
-_INVENTORIES_KEPT = 4
+_INVENTORIES_KEPT = 2
 
 
 def inventory(module: ir.Module) -> Inventory:
