@@ -47,6 +47,7 @@ RESERVED_PREFIXES = ("xla.sdy.", "local_xla.sdy.", "__onednn$", "__cudnn$", "__c
 _REGIONS_THAT_RUN_CUSTOM_CALLS = frozenset({"stablehlo.while", "stablehlo.case", "stablehlo.if",
                                             "stablehlo.map"})
 
+
 def reserved_reason(name: str) -> str | None:
     """Why custom-call target `name` is refused (a name XLA handles itself), or None."""
     if name in RESERVED_TARGETS or name.startswith(RESERVED_PREFIXES):
