@@ -121,11 +121,9 @@ def exported_parts(data: bytes) -> dict:
     exp = jax.export.deserialize(bytearray(data))
     return {
         "module": bytes(exp.mlir_module_serialized),
-        "name": exp.fun_name,
         "in_avals": [(np.dtype(a.dtype), tuple(a.shape)) for a in exp.in_avals],
         "kept": sorted(exp.module_kept_var_idx),
         "platforms": tuple(exp.platforms),
-        "ordered_effects": len(exp.ordered_effects),
         "calling_convention_version": exp.calling_convention_version,
         "nr_devices": exp.nr_devices,
     }
