@@ -35,9 +35,10 @@ def is_exported(data: bytes) -> bool:
     return 4 <= root < len(data) and _BYTECODE_MAGIC in data
 
 
-def load_exported(data: bytes, where: str, parse) -> ir.Module:
-    """The wrapped module of a serialized Exported; `parse(bytes, where)` reads its
-    portable artifact (hlogen.loading.parse_module)."""
+def exported_parts(data: bytes, where: str) -> dict:
+    """What hlogen needs of a serialized Exported (hlogen.runtime._jaxlib.exported_parts),
+    refused where hlogen cannot run it. Its portable artifact, `parts["module"]`, is for
+    hlogen.loading's one parser to read, and `wrap` to wrap."""
     try:
         parts = native.call("exported_parts", data)
     except Exception as e:  # jax's reader: flatbuffers' IndexError, struct.error, ...
@@ -51,12 +52,12 @@ def load_exported(data: bytes, where: str, parse) -> ir.Module:
     if parts["nr_devices"] != 1:
         raise UnsupportedError(f"{where}: exported for {parts['nr_devices']} devices (sharded); "
                                f"hlogen runs exports for one device")
-    module = parse(parts["module"], where)
-    _wrap(module, parts, where)
-    return module
+    return parts
 
 
-def _wrap(module: ir.Module, parts: dict, where: str) -> None:
+def wrap(module: ir.Module, parts: dict, where: str) -> None:
+    """Wraps `main` of `module` (read from `parts["module"]`) to take and return what
+    `exp.call` does (the module docstring says how)."""
     ctx = mlir.context()
     inner = main_of(module, where)
     inner_type = ir.FunctionType(ir.TypeAttr(inner.attributes["function_type"]).value)

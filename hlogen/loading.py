@@ -74,7 +74,10 @@ def read_module(data: bytes, where: str, *, isolated: bool = False,
             _check_strings(module, where)
             return module
         if exports.is_exported(data):
-            return exports.load_exported(data, where, parse_module)
+            parts = exports.exported_parts(data, where)
+            module = parse_module(parts["module"], where)
+            exports.wrap(module, parts, where)
+            return module
     return parse_module(data, where, file=file)
 
 
