@@ -29,8 +29,9 @@ def _run_python(code: str) -> str:
 
 def test_the_jax_and_exported_examples_print_what_the_readme_says(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # the Exported example writes affine.exported here
-    python, printed = _blocks("python"), _blocks("text")
-    for code, expected in zip(python[:2], printed[:2]):
+    python, printed = _blocks("python")[:2], _blocks("text")[:2]
+    assert len(python) == len(printed) == 2  # (zip would pass over missing blocks)
+    for code, expected in zip(python, printed):
         assert _run_python(code) == expected
 
 
@@ -40,7 +41,9 @@ def test_the_xla_dump_session_runs_as_written(tmp_path):
     bin_dir = str(pathlib.Path(sys.executable).parent)  # python and hlogen of this venv
     env = dict(os.environ, PATH=bin_dir + os.pathsep + os.environ["PATH"])
     env.pop("XLA_FLAGS", None)
-    for command in re.split(r"^\$ ", session, flags=re.M)[1:]:
+    commands = re.split(r"^\$ ", session, flags=re.M)[1:]
+    assert commands  # (an empty session would pass)
+    for command in commands:
         line, _, expected = command.partition("\n")
         run = subprocess.run(line, shell=True, cwd=tmp_path, env=env, capture_output=True,
                              text=True, timeout=300)
