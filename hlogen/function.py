@@ -12,16 +12,13 @@ import contextlib
 import contextvars
 import functools
 import inspect
-import os
 import re
-import traceback
 
 from hlogen import runtime
 from hlogen import types as T
-from hlogen.builder import Builder, Op
+from hlogen.builder import Builder, Op, _user_line
 from hlogen.errors import HlogenError, InputError
 
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 _deferring = contextvars.ContextVar("hlogen_function_deferring", default=False)
 
 
@@ -107,10 +104,3 @@ def trace(fn, name: str):
             raise HlogenError(f"{name}: must return an Op or a tuple of Ops; result {i} is "
                               f"{type(r).__name__}")
     return builder.build(*results)
-
-
-def _user_line(error: BaseException) -> str:
-    """file:line of the innermost frame of `error` outside hlogen: the user's line."""
-    frames = [f for f in traceback.extract_tb(error.__traceback__)
-              if not os.path.abspath(f.filename).startswith(_PACKAGE_DIR)]
-    return f"{frames[-1].filename}:{frames[-1].lineno}" if frames else "<unknown>"
