@@ -82,7 +82,6 @@ def _word(vector: Op, i: int) -> Op:
 
 def _threefry(key: Op, counter: Op, dims: tuple, bits: int) -> tuple[Op, Op]:
     """(bits of `dims`, new counter): XLA's ThreeFryRngBit32/64. `counter` is a u64 scalar."""
-    b = key.builder
     key_words = _low_high(key)
     if bits == 64:
         words = _threefry2x32(list(_low_high(_counters(counter, dims))), key_words)
