@@ -381,7 +381,7 @@ def _dot(b: InsertingBuilder, op: ir.Operation, operands: list[Op]) -> list[Op]:
 
 @register(INTERPRET, "stablehlo.create_token", "the interpreter has no implementation of it")
 def _create_token(b: InsertingBuilder, op: ir.Operation, operands: list[Op]) -> list[Op]:
-    return [b.add_op("stablehlo.after_all", T.token, [])]
+    return [ops.create_token(b)]
 
 
 @register(INTERPRET, "stablehlo.cross-replica-sum", "the interpreter has no implementation of it")
