@@ -14,7 +14,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import func
 from jaxlib.mlir._mlir_libs import _jax_mlir_ext
 
-from hlogen import mlir, ops, random_bits  # noqa: F401 - random_bits registers its rewrites
+from hlogen import mlir, ops
 from hlogen import types as T
 from hlogen.builder import InsertingBuilder, Op
 from hlogen.errors import UnsupportedError

@@ -13,7 +13,8 @@ from __future__ import annotations
 import numpy as np
 from jaxlib.mlir._mlir_libs import _jax_mlir_ext
 
-from hlogen import decompositions  # noqa: F401 - registers the interpreter's rewrites
+# imported for what they register: the interpreter's entries of hlogen.rewrites' table
+from hlogen import decompositions, random_bits  # noqa: F401
 from hlogen import mlir, ops, passes, preflight, rewrites, semantics
 from hlogen import types as T
 from hlogen.builder import Builder, Op
