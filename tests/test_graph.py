@@ -81,14 +81,18 @@ def clusters_labelled(found: dict, label: str) -> list[str]:
     return [c for c, (text, _) in found["clusters"].items() if text == label]
 
 
+def clusters_within(found: dict, cluster: str) -> set:
+    """`cluster` and the clusters inside it, at any depth."""
+    inside, more = set(), {cluster}
+    while more:
+        inside |= more
+        more = {c for c, (_, p) in found["clusters"].items() if p in more} - inside
+    return inside
+
+
 def nodes_in(found: dict, cluster: str) -> list[str]:
     """The labels of the nodes in `cluster` and the clusters inside it."""
-    inside = {cluster}
-    while True:
-        more = {c for c, (_, parent) in found["clusters"].items() if parent in inside} - inside
-        if not more:
-            break
-        inside |= more
+    inside = clusters_within(found, cluster)
     return [lines[0] for lines, c in found["nodes"].values() if c in inside]
 
 
@@ -219,18 +223,9 @@ def test_optimized_graph_has_fusions_the_loop_and_the_reduce(executable):
                    if parent == loop)
     assert roles == ["body", "condition"]
     (in_loop,) = [f for f in fusions if "exponential" in nodes_in(found, f)]
-    assert "multiply" in nodes_in(found, in_loop) and in_loop in _ancestors(found, loop)
+    assert "multiply" in nodes_in(found, in_loop) and in_loop in clusters_within(found, loop)
     (reduce,) = [c for c, (label, _) in found["clusters"].items() if label.startswith("reduce %")]
     assert "add" in nodes_in(found, reduce)
-
-
-def _ancestors(found, cluster) -> set:
-    """The clusters inside `cluster`."""
-    inside, more = set(), {cluster}
-    while more:
-        inside |= more
-        more = {c for c, (_, p) in found["clusters"].items() if p in more} - inside
-    return inside
 
 
 def test_xla_renders_its_own_dot(executable):
