@@ -18,6 +18,7 @@ import sys
 import time
 
 from hlogen import conformance
+from hlogen.conformance.check import FAILING
 
 DEFAULT = pathlib.Path(__file__).resolve().parents[2] / "shared" / "conformance" / "stablehlo" / "testdata"
 
@@ -44,7 +45,7 @@ def main() -> None:
         worker_cpu = (cpu_after.ru_utime - cpu_before.ru_utime) + (cpu_after.ru_stime - cpu_before.ru_stime)
         records = [r for r in run.records if r["backend"] == backend]
         counts = collections.Counter(r["status"] for r in records)
-        judged = counts["pass"] + counts["known"] + sum(counts[s] for s in ("fail", "error", "crash", "timeout"))
+        judged = counts["pass"] + counts["known"] + sum(counts[s] for s in FAILING)
         other = ", ".join(f"{n} {s}" for s, n in counts.items() if s not in ("pass", "known")) or "0"
         median = statistics.median(r["seconds"] for r in records) * 1e3
         rate = 100 * counts["pass"] / judged if judged else 0
