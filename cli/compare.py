@@ -64,7 +64,7 @@ def output_plan(specs, n_results: int):
     return ("npy", paths)
 
 
-def save_outputs(plan, flat, write, replicas: list[int] | None = None) -> None:
+def save_outputs(plan, flat, replicas: list[int] | None = None) -> None:
     """Writes the results as `plan` says; `replicas`: the replicas whose results lie
     along the leading dimension of each (None for one replica)."""
     if plan is None:
@@ -76,14 +76,14 @@ def save_outputs(plan, flat, write, replicas: list[int] | None = None) -> None:
     buffer = io.BytesIO()
     if kind == "npz":
         np.savez(buffer, **{f"result_{i}": a for i, a in enumerate(flat)})
-        write(where, buffer.getvalue())
+        outputs.write(where, buffer.getvalue())
         click.echo(f"saved {len(flat)} result(s){of} to {where}", err=True)
         return
     for i, path in enumerate(where):
         if path is not None:
             buffer = io.BytesIO()
             np.save(buffer, flat[i])
-            write(path, buffer.getvalue())
+            outputs.write(path, buffer.getvalue())
             click.echo(f"saved result[{i}]{of} to {path}", err=True)
 
 

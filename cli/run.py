@@ -53,7 +53,7 @@ def run(file: str, function_name: str | None, options: dict, default_inputs=None
         _report(run_info, o)
     if o.profile:
         click.echo(_profile().report(traced, runs[0]["executable"]), err=True)
-    compare.save_outputs(plan, replicas.stacked(got, o.replicas), outputs.write,
+    compare.save_outputs(plan, replicas.stacked(got, o.replicas),
                          local if o.replicas > 1 else None)
     failed = False
     if o.check_interpret:
