@@ -6,7 +6,8 @@ are tuples is wrapped in a `main` with one parameter and one result per leaf
 (PJRT passes arrays, not tuples). For the reference interpreter, results that
 Python cannot read back from MLIR attributes (bf16, f8, int4, complex; reading a
 complex attribute can even end the process) are converted inside the module:
-to f32, to 8-bit integers, or split into real and imaginary parts.
+floats to the unsigned integers of their bits (f6 to f32), narrow integers to 8 bits,
+complex numbers split into real and imaginary parts.
 """
 from __future__ import annotations
 
@@ -39,13 +40,24 @@ _CARRIER = {t.name: _carrier(t) for t in T.ELEMENT_TYPES.values()
             if t.name not in _READABLE and t.kind != T.COMPLEX}
 
 
+def _reading(et: T.ElementType) -> str:
+    """How the interpreter's result of type `et` is read: "as_is", "complex" (as real and
+    imaginary parts), "bits" (a float as its carrier's unsigned bits) or "carrier"
+    (converted to its carrier's values)."""
+    if et.name in _READABLE:
+        return "as_is"
+    if et.kind == T.COMPLEX:
+        return "complex"
+    return "bits" if et.kind == T.FLOAT and _CARRIER[et.name].kind == T.UNSIGNED else "carrier"
+
+
 class Prepared:
     """A module ready for a backend and how to turn its raw results into leaf arrays."""
 
     def __init__(self, computation: Computation, original_results: list, read_leaf: list[str]):
         self.computation = computation
         self.original_leaves = leaf_shapes(original_results)  # the user's result leaves
-        self._read_leaf = read_leaf  # per original leaf: "as_is", "carrier" or "complex"
+        self._read_leaf = read_leaf  # per original leaf: as _reading says
         # one raw result per user result, read as it is
         self.plain_results = not any(isinstance(s, T.TupleShape) for s in original_results) and \
             all(r == "as_is" for r in read_leaf)
@@ -61,10 +73,10 @@ class Prepared:
                 out.real, out.imag = re, im
             else:
                 out = np.asarray(next(it))
-                if how == "carrier":
-                    as_bits = _CARRIER[leaf.element_type.name].kind == T.UNSIGNED and \
-                        leaf.element_type.kind == T.FLOAT
-                    out = out.view(leaf.dtype) if as_bits else out.astype(leaf.dtype)
+                if how == "bits":
+                    out = out.view(leaf.dtype)
+                elif how == "carrier":
+                    out = out.astype(leaf.dtype)
             flat.append(out)
         return flat
 
@@ -86,9 +98,7 @@ def prepare(computation: Computation, for_interpreter: bool, num_replicas: int =
     # what the backend lacks or gets wrong, rewritten into ops it runs (hlogen.rewrites)
     rewrites.rewrite_module(legal.module, "interpret" if for_interpreter else "pjrt")
     leaves_out = leaf_shapes(computation.result_shapes)
-    read = ["as_is" if not for_interpreter or leaf.element_type.name in _READABLE
-            else "complex" if leaf.element_type.kind == T.COMPLEX else "carrier"
-            for leaf in leaves_out]
+    read = [_reading(leaf.element_type) if for_interpreter else "as_is" for leaf in leaves_out]
     has_tuples = any(isinstance(s, T.TupleShape)
                      for s in computation.parameter_shapes + computation.result_shapes)
     if has_tuples or any(r != "as_is" for r in read):
@@ -134,9 +144,9 @@ def _wrap(entry: Computation, read: list[str]) -> Computation:
     for leaf, how in zip(outs, read):
         if how == "complex":
             results += [ops.real(leaf), ops.imag(leaf)]
-        elif how == "carrier":
+        elif how in ("bits", "carrier"):
             carrier = _CARRIER[leaf.dtype.name]
-            if leaf.dtype.kind == T.FLOAT and carrier.kind == T.UNSIGNED:
+            if how == "bits":
                 leaf = ops.bitcast_convert_type(leaf, T.UNSIGNED_OF_WIDTH[leaf.dtype.bits])
             results.append(leaf if leaf.dtype is carrier else
                            ops.convert_element_type(leaf, carrier))
