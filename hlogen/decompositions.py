@@ -192,14 +192,15 @@ def _triangle(x: Op, lower: bool, diagonal: bool = True) -> Op:
 
 
 def _cholesky_lower(a: Op) -> tuple[Op, list[Op]]:
-    """(L, pivots): the lower factor of a's matrices by XLA's unblocked CholeskyExpander
-    (only a's lower triangle is read; zeros above the diagonal) and each column's pivot,
-    the real (a - L L^H)[j, j] whose square root is L's diagonal."""
+    """(L, roots): the lower factor of a's matrices by XLA's unblocked CholeskyExpander
+    (only a's lower triangle is read; zeros above the diagonal) and each column's root,
+    the square root of its pivot, the real (a - L L^H)[j, j] (L's diagonal; NaN where
+    the pivot is negative)."""
     b = a.builder
     n, rank = a.shape.dimensions[-1], a.shape.rank
     batch = a.shape.dimensions[:-2]
     complex_ = a.dtype.kind == T.COMPLEX
-    columns, pivots = [], []
+    columns, roots = [], []
     for j in range(n):
         column = _minor(a, (j, n), (j, j + 1))  # a[j:, j]
         if j:
@@ -209,8 +210,8 @@ def _cholesky_lower(a: Op) -> tuple[Op, list[Op]]:
                                              _minor_transpose(_conj(row))))
         pivot = _minor(column, (0, 1), (0, 1))
         pivot = ops.real(pivot) if complex_ else pivot
-        pivots.append(pivot)
         root = ops.sqrt(pivot)
+        roots.append(root)
         if complex_:
             root = ops.complex(root, _full(b, 0, root.dtype, root.shape.dimensions))
         # as XLA does, the pivot too is divided by its root
@@ -219,7 +220,7 @@ def _cholesky_lower(a: Op) -> tuple[Op, list[Op]]:
         if j:
             scaled = ops.concatenate([_full(b, 0, a.dtype, batch + (j, 1)), scaled], rank - 2)
         columns.append(scaled)
-    return (ops.concatenate(columns, rank - 1) if n > 1 else columns[0]), pivots
+    return (ops.concatenate(columns, rank - 1) if n > 1 else columns[0]), roots
 
 
 def _per_matrix(value: Op, like: Op) -> Op:
@@ -234,10 +235,9 @@ def _cholesky(b: InsertingBuilder, op: ir.Operation, operands: list[Op]) -> list
     definite) is NaN throughout."""
     (a,) = operands
     lower = ir.BoolAttr(op.attributes["lower"]).value if "lower" in op.attributes else False
-    factor, pivots = _cholesky_lower(a if lower else _minor_transpose(a))
+    factor, roots = _cholesky_lower(a if lower else _minor_transpose(a))
     failed = None
-    for pivot in pivots:
-        root = ops.sqrt(pivot)
+    for root in roots:
         nan = ops.ne(root, root)
         failed = nan if failed is None else ops.or_(failed, nan)
     factor = ops.select(_per_matrix(failed, factor),
@@ -493,10 +493,11 @@ def _potrf(op: ir.Operation, a: Op) -> list[Op]:
     the first column whose pivot is not positive (the factor's values are then LAPACK's
     own, which jax replaces by NaN)."""
     lower = _lapack_flag(op, "uplo") == "L"
-    factor, pivots = _cholesky_lower(a if lower else _minor_transpose(_conj(a)))
+    factor, roots = _cholesky_lower(a if lower else _minor_transpose(_conj(a)))
     if not lower:
         factor = _minor_transpose(_conj(factor))
-    info = _first_failure([ops.not_(ops.gt(p, scalar(a.builder, 0, p.dtype))) for p in pivots])
+    # a pivot is positive where its root is
+    info = _first_failure([ops.not_(ops.gt(r, scalar(a.builder, 0, r.dtype))) for r in roots])
     return [ops.select(_in_triangle(a, lower), factor, a), info]  # the rest is not touched
 
 
