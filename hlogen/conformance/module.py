@@ -174,10 +174,7 @@ def _element_name(t) -> str | None:
 
 
 def _inline_calls(module: ir.Module, main: ir.Operation) -> None:
-    table = {}
-    for op in module.body.operations:
-        if op.operation.name == "func.func":
-            table[ir.StringAttr(op.operation.attributes["sym_name"]).value] = op.operation
+    table = _functions(module)
     block = main.regions[0].blocks[0]
     for _ in range(64):  # callees may call functions in turn
         calls = [op.operation for op in block.operations if op.operation.name == "func.call"]
@@ -445,9 +442,3 @@ def _from_literal(value, et: T.ElementType) -> np.ndarray:
         return real(v)
 
     return np.array(convert(value), dtype=et.dtype)
-
-
-def _complex(value):
-    if isinstance(value, tuple):
-        return complex(*value)
-    return [_complex(v) for v in value]
