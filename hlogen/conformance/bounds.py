@@ -54,7 +54,7 @@ from jaxlib.mlir.dialects import stablehlo
 
 from hlogen import mlir
 from hlogen import types as T
-from hlogen.conformance.module import Case, decode_constant
+from hlogen.conformance.module import Case, constant_of, defining_op
 from hlogen.rewrites import enum_attribute, ints_attribute
 
 
@@ -108,10 +108,8 @@ def _producer(case: Case, k: int):
         return None
     block = case.computation._main.regions[0].blocks[0]
     value = list(block.operations)[-1].operation.operands[k]
-    if isinstance(value.owner, ir.Block):
-        return None
-    op = value.owner.operation if hasattr(value.owner, "operation") else value.owner
-    return op, value, block
+    op = defining_op(value)
+    return None if op is None else (op, value, block)
 
 
 def _unit_roundoff(value) -> float:
@@ -203,8 +201,7 @@ def _known_value(value, block, arguments) -> np.ndarray | None:
             return None
         number = ir.BlockArgument(value).arg_number
         return np.asarray(arguments[number]) if number < len(arguments) else None
-    op = value.owner.operation if hasattr(value.owner, "operation") else value.owner
-    return decode_constant(op) if op.name == "stablehlo.constant" else None
+    return constant_of(value)
 
 
 # a known entry's `when` -> the bound for check k's actual value (None: not derived for it)

@@ -274,7 +274,7 @@ def _replicated(module, main, parallel, found, where, ops, element_types) -> Cas
     actual, expected, checks = [], [], []
     for op, check in found:
         got = op.operands[0]
-        if isinstance(got.owner, ir.Block) or _as_operation(got.owner) != call:
+        if defining_op(got) != call:
             raise UnsupportedError(f"{where}: a check of a value other than "
                                    f"{files.RUN_PARALLEL}'s results")
         actual.append(ir.OpResult(got).result_number)
@@ -290,15 +290,22 @@ def _replicated(module, main, parallel, found, where, ops, element_types) -> Cas
                 replicated=Replicated(len(grid), actual, expected))
 
 
-def _as_operation(owner):
+def defining_op(value) -> ir.Operation | None:
+    """The op that makes `value`; None for an argument of a block."""
+    owner = value.owner
+    if isinstance(owner, ir.Block):
+        return None
     return owner.operation if hasattr(owner, "operation") else owner
 
 
+def constant_of(value) -> np.ndarray | None:
+    """The array of a `stablehlo.constant` that makes `value` (decode_constant), or None."""
+    op = defining_op(value)
+    return decode_constant(op) if op is not None and op.name == "stablehlo.constant" else None
+
+
 def _constant_value(value, where: str, what: str) -> np.ndarray:
-    owner = value.owner
-    array = None
-    if not isinstance(owner, ir.Block) and _as_operation(owner).name == "stablehlo.constant":
-        array = decode_constant(_as_operation(owner))
+    array = constant_of(value)
     if array is None:
         raise UnsupportedError(f"{where}: {what} is not a constant this runner can read")
     return array
