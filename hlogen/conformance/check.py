@@ -7,7 +7,7 @@ import time
 
 from hlogen import types as T
 from hlogen.conformance import files, known, pool
-from hlogen.conformance.sample import _NOT_TESTED, _OP, _TYPE
+from hlogen.conformance.sample import element_types_in, ops_in
 from hlogen.errors import ExecutionError, InputError
 
 # Failing statuses: they make the run fail (exit 1).
@@ -109,9 +109,9 @@ def _ops_from_text(record: dict) -> None:
         text = files.modules_of(record["file"], text, plan)[record["module"]].text
     except (OSError, IndexError, KeyError):
         return
-    ops = [m for m in dict.fromkeys(_OP.findall(text)) if m not in _NOT_TESTED]
+    ops = ops_in(text)
     types = []
-    for name in dict.fromkeys(_TYPE.findall(text)):
+    for name in element_types_in(text):
         try:
             types.append(T.element_type_of_mlir(name).name)
         except Exception:  # noqa: BLE001 - a type outside hlogen's table: its MLIR name

@@ -19,15 +19,21 @@ _TYPE = re.compile(r"tensor<(?:[0-9?]+x)*([a-z][A-Za-z0-9]*)")
 _NOT_TESTED = {"stablehlo.constant", "stablehlo.custom_call", "stablehlo.return"}
 
 
-def ops_in(text: str) -> set:
-    return {m for m in _OP.findall(text) if m not in _NOT_TESTED}
+def ops_in(text: str) -> list:
+    """The ops `text` tests, in order of appearance, each once."""
+    return [m for m in dict.fromkeys(_OP.findall(text)) if m not in _NOT_TESTED]
+
+
+def element_types_in(text: str) -> list:
+    """The MLIR names of the tensors' element types in `text`, in order, each once."""
+    return list(dict.fromkeys(_TYPE.findall(text)))
 
 
 def strata_of(text: str) -> set:
     """The ops of `text`, and (op, element type) for the types on each op's line."""
     strata: set = set()
     for line in text.splitlines():
-        ops = [m for m in _OP.findall(line) if m not in _NOT_TESTED]
+        ops = ops_in(line)
         if not ops:
             continue
         types = set(_TYPE.findall(line))
