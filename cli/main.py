@@ -24,8 +24,9 @@ FORMATS = {"text": ".mlir", "bytecode": ".mlirbc", "portable": ".portable.mlirbc
 
 
 class _Group(click.Group):
-    """Commands in the order they are defined; `check` imported only when it runs (its
-    module imports hlogen, which `hlogen --help` does not need)."""
+    """Commands in the order they are defined; those of _LAZY (check, graph, view)
+    imported only when they run (their modules import hlogen, which `hlogen --help`
+    does not need)."""
 
     _LAZY = {"check": ("hlogen_cli.check", "check",
                        "Run StableHLO conformance files (PATHS: files or directories of .mlir)..."),
@@ -40,7 +41,7 @@ class _Group(click.Group):
     def get_command(self, ctx, name):
         if name in self._LAZY and name not in self.commands:
             module, attribute, _ = self._LAZY[name]
-            import importlib  # here, not at the top: start-up (only `check` needs it)
+            import importlib  # here, not at the top: start-up (only the _LAZY commands need it)
             self.add_command(getattr(importlib.import_module(module), attribute), name)
         return super().get_command(ctx, name)
 
