@@ -3,6 +3,7 @@ subprocess from a folder of their own, which holds a clone (`hlogen/`), a `numpy
 and a `jax.py`, with their own modules and mistakes. Values are checked against numpy."""
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import pathlib
@@ -15,6 +16,7 @@ import numpy as np
 import pytest
 
 from hlogen import passes
+from hlogen_cli import main
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 HLOGEN = pathlib.Path(sys.executable).with_name("hlogen")
@@ -311,3 +313,13 @@ def test_opt_help_says_what_each_pipeline_runs(home):
     text = " ".join(hlogen(home, "opt", "--help").stdout.split())
     for name, pipeline in passes.PIPELINES.items():
         assert f"{name} {pipeline}" in text.replace("- ", "-")
+
+
+def test_help_summarizes_the_commands_it_imports_late_in_their_own_words(home):
+    """`hlogen --help` lists check, graph and view without importing them (_Group._LAZY in cli/main.py
+    holds their summaries): each summary is the start of the command's own help."""
+    text = " ".join(hlogen(home, "--help").stdout.split())
+    for name, (module, attribute, summary) in main._Group._LAZY.items():
+        command = getattr(importlib.import_module(module), attribute)
+        assert " ".join(command.help.split()).startswith(summary.removesuffix("...")), name
+        assert f"{name} {summary}" in text
