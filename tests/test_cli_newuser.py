@@ -316,8 +316,8 @@ def test_opt_help_says_what_each_pipeline_runs(home):
 
 
 def test_help_summarizes_the_commands_it_imports_late_in_their_own_words(home):
-    """`hlogen --help` lists check, graph and view without importing them (_Group._LAZY in cli/main.py
-    holds their summaries): each summary is the start of the command's own help."""
+    """`hlogen --help` lists check, graph and view without importing them (cli/main.py's
+    _Group._LAZY holds their summaries): each is the start of the command's own help."""
     text = " ".join(hlogen(home, "--help").stdout.split())
     for name, (module, attribute, summary) in main._Group._LAZY.items():
         command = getattr(importlib.import_module(module), attribute)
