@@ -345,7 +345,6 @@ def as_array(value, et=None, what="value") -> np.ndarray:
         raise ShapeError(f"{what}: complex {value!r} cannot be {et.name}")
     with np.errstate(all="ignore"):
         converted = raw.astype(et.dtype)
-        back = converted.astype(raw.dtype)
     if et.kind in (FLOAT, COMPLEX):  # rounding is expected; overflow is not, nor a NaN for
         # a number (f8e8m0fnu has no 0 and no negative numbers), nor a number for NaN (f4, f6)
         wide = converted.astype(np.complex128 if et.kind == COMPLEX else np.float64)
@@ -353,7 +352,8 @@ def as_array(value, et=None, what="value") -> np.ndarray:
         if et.name in _SATURATING:  # Inf too
             lost |= np.abs(raw) > _SATURATING[et.name]
     else:
-        lost = back != raw
+        with np.errstate(all="ignore"):
+            lost = converted.astype(raw.dtype) != raw
     if np.any(lost):
         raise ShapeError(f"{what}: {value!r} is not representable as {et.name}")
     return converted
