@@ -27,8 +27,6 @@ from hlogen.builder import InsertingBuilder, Op
 
 @dataclasses.dataclass(frozen=True)
 class Rewrite:
-    backend: str
-    op: str
     why: str  # what the backend lacks or gets wrong
     when: Callable[[ir.Operation], bool] | None  # None: always
     expand: Callable[[InsertingBuilder, ir.Operation, list[Op]], list[Op]]
@@ -40,7 +38,7 @@ TABLE: dict[tuple[str, str], list[Rewrite]] = {}
 def register(backend: str, op: str, why: str, when=None):
     """Decorator: `expand` rewrites `op` on `backend` where `when(op)` holds (always if None)."""
     def decorate(expand):
-        TABLE.setdefault((backend, op), []).append(Rewrite(backend, op, why, when, expand))
+        TABLE.setdefault((backend, op), []).append(Rewrite(why, when, expand))
         return expand
     return decorate
 
