@@ -23,6 +23,10 @@ from hlogen.rewrites import enum_attribute, int_attribute, ints_attribute, regis
 INTERPRET = "interpret"
 
 
+def _result_type(op: ir.Operation) -> T.Shape:
+    return mlir.shape_of_type(op.results[0].type)
+
+
 def _full(b, value, et: T.ElementType, dims) -> Op:
     return ops.broadcast(scalar(b, value, et), tuple(dims))
 
@@ -309,7 +313,7 @@ def _fft(b: InsertingBuilder, op: ir.Operation, operands: list[Op]) -> list[Op]:
     the real part of the inverse of its Hermitian spectrum."""
     (x,) = operands
     kind, lengths = enum_attribute(op, "fft_type"), ints_attribute(op, "fft_length")
-    result = mlir.shape_of_type(op.results[0].type)
+    result = _result_type(op)
     if x.dtype.name in _WIDER:
         x = ops.convert_element_type(x, _WIDER[x.dtype.name])
     if kind == "RFFT":
@@ -361,10 +365,6 @@ def _matrix(like: Op, values: np.ndarray) -> Op:
 
 
 # -- ops XLA CPU runs that the interpreter lacks (older forms of others) --------------------
-
-def _result_type(op: ir.Operation, i: int = 0) -> T.Shape:
-    return mlir.shape_of_type(op.results[i].type)
-
 
 @register(INTERPRET, "stablehlo.broadcast", "the interpreter has no implementation of it")
 def _broadcast(b: InsertingBuilder, op: ir.Operation, operands: list[Op]) -> list[Op]:
