@@ -2,10 +2,11 @@
 
 1. hlogen's own work on a loaded module, against MLIR's own parse of the same text:
    the preflight (hlogen.preflight: structure, types, replicas, the backend's ops), the
-   signature (parameter and result shapes and names) and the semantics rewrites
-   (hlogen.semantics, what hlogen.runtime.execution.prepare runs besides MLIR's own
-   legalize pipeline). Target: at most 1.5x the parse at 100k lines, growing linearly
-   (the same time per line at every size). For reference, the table also gives all of
+   signature (parameter and result shapes and names), the semantics rewrites
+   (hlogen.semantics) and the backend's (hlogen.rewrites): what
+   hlogen.runtime.execution.prepare runs besides MLIR's own legalize pipeline.
+   Target: at most 1.5x the parse at 100k lines, growing linearly (the same time per
+   line at every size). For reference, the table also gives all of
    `hg.load` (parse included) and all of `prepare` (MLIR's pipeline and a clone
    included) against the parse.
 2. Running an HLO dump (the text jax's `compiler_ir("hlo")` prints, as XLA dumps it
@@ -34,7 +35,7 @@ import numpy as np  # noqa: E402
 from jaxlib.mlir import ir  # noqa: E402
 
 import hlogen as hg  # noqa: E402
-from hlogen import mlir, preflight, semantics  # noqa: E402
+from hlogen import mlir, preflight, rewrites, semantics  # noqa: E402
 from hlogen.computation import Computation  # noqa: E402
 from hlogen.runtime import _jaxlib, execution, pjrt  # noqa: E402
 from _timing import machine  # noqa: E402
@@ -72,6 +73,7 @@ def own_work(module: ir.Module) -> None:
     preflight.check_replicas(module, 1, "scale")
     semantics.rewrite_module(module)
     semantics.explicit_replica_groups(module, 1)
+    rewrites.rewrite_module(module, "pjrt")
     _fresh_inventories()  # prepare checks the backend's ops on its rewritten clone
     preflight.check_backend(module, "pjrt", "scale")
 
