@@ -326,7 +326,7 @@ def test_bitcasts_between_widths_that_do_not_divide_are_refused():
 
 
 @pytest.mark.parametrize("et,backend", RUNS)
-def test_sort_select_and_dot(et, backend):
+def test_sort_and_select(et, backend):
     v = every_value(et)
     if not et.is_integer:
         v = v[~np.isnan(v.astype(np.float64))]
