@@ -222,8 +222,7 @@ _PARSER_AT = re.compile(r"was parsing (\d+):(\d+): error: ([^\n]*)")
 # stablehlo_bytecode in a child process: the bytecode on stdout, or an hlogen error
 # (its class, then its message) on stderr with status 3
 _CHILD = """
-import resource, sys
-resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # no core file when XLA aborts
+import sys
 from hlogen import errors, hlo
 try:
     out = hlo.stablehlo_bytecode(sys.stdin.buffer.read(), sys.argv[1], sys.argv[2])

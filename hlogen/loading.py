@@ -147,8 +147,7 @@ def _check_utf8(data: bytes, where: str) -> None:
 _CHILD_SECONDS = 60
 # Reads bytecode from stdin the way parse_module does; reports only by its exit status.
 _CHILD = """
-import resource, sys
-resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # no core file when the reader aborts
+import sys
 from hlogen import mlir
 from jaxlib.mlir import ir
 from jaxlib.mlir._mlir_libs import _stablehlo

@@ -36,16 +36,21 @@ def call(name: str, *args):
     return function(*args)
 
 
+# what every child runs first: no core file when the native code aborts
+_PRELUDE = "import resource\nresource.setrlimit(resource.RLIMIT_CORE, (0, 0))\n"
+
+
 def run_child(code: str, data: bytes, args: list, seconds: float):
     """Runs Python `code` in a child process with `data` on its standard input (hlogen
-    importable as here), for native code that may end the process on bad input: the
-    completed process (stdout and stderr as bytes), or None when it ran out of time.
-    (A child process, not a fork: forking a process that runs XLA threads can hang.)"""
+    importable as here, no core file written), for native code that may end the process
+    on bad input: the completed process (stdout and stderr as bytes), or None when it ran
+    out of time. (A child process, not a fork: forking a process that runs XLA threads
+    can hang.)"""
     package_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [package_parent, *filter(None, [os.environ.get("PYTHONPATH")])]))
     try:
-        return subprocess.run([sys.executable, "-c", code, *args], input=data, env=env,
+        return subprocess.run([sys.executable, "-c", _PRELUDE + code, *args], input=data, env=env,
                               capture_output=True, timeout=seconds)
     except subprocess.TimeoutExpired:
         return None
