@@ -195,6 +195,12 @@ def _triangle(x: Op, lower: bool, diagonal: bool = True) -> Op:
                       _full(x.builder, 0, x.dtype, x.shape.dimensions))
 
 
+def _per_matrix(value: Op, like: Op) -> Op:
+    """A value per matrix (batch + (1, 1)), or a row per matrix (batch + (1, n)), spread
+    over `like`'s matrices."""
+    return ops.broadcast_in_dim(value, like.shape.dimensions, list(range(like.shape.rank)))
+
+
 def _cholesky_lower(a: Op) -> tuple[Op, list[Op]]:
     """(L, roots): the lower factor of a's matrices by XLA's unblocked CholeskyExpander
     (only a's lower triangle is read; zeros above the diagonal) and each column's root,
@@ -219,17 +225,11 @@ def _cholesky_lower(a: Op) -> tuple[Op, list[Op]]:
         if complex_:
             root = ops.complex(root, _full(b, 0, root.dtype, root.shape.dimensions))
         # as XLA does, the pivot too is divided by its root
-        scaled = ops.div(column, ops.broadcast_in_dim(root, column.shape.dimensions,
-                                                      list(range(rank))))
+        scaled = ops.div(column, _per_matrix(root, column))
         if j:
             scaled = ops.concatenate([_full(b, 0, a.dtype, batch + (j, 1)), scaled], rank - 2)
         columns.append(scaled)
     return (ops.concatenate(columns, rank - 1) if n > 1 else columns[0]), roots
-
-
-def _per_matrix(value: Op, like: Op) -> Op:
-    """A value per matrix (batch + (1, 1)) spread over `like`'s matrices."""
-    return ops.broadcast_in_dim(value, like.shape.dimensions, list(range(like.shape.rank)))
 
 
 @register(INTERPRET, "stablehlo.cholesky", "the interpreter has no implementation of it")
@@ -540,10 +540,8 @@ def _getrf(op: ir.Operation, a: Op) -> list[Op]:
         pivot_row = ops.reshape(ops.add(first, scalar(b, j, T.s32)), batch + (1, 1))
         pivots.append(ops.reshape(ops.add(pivot_row, scalar(b, 1, T.s32)), batch + (1,)))
         row_j, row_p = _minor(a, (j, j + 1), (0, n)), _pick_row(a, rows, pivot_row)
-        a = ops.select(ops.eq(rows, scalar(b, j, T.s32)), ops.broadcast_in_dim(
-            row_p, a.shape.dimensions, list(range(rank))), ops.select(
-            ops.eq(rows, _per_matrix(pivot_row, a)),
-            ops.broadcast_in_dim(row_j, a.shape.dimensions, list(range(rank))), a))
+        a = ops.select(ops.eq(rows, scalar(b, j, T.s32)), _per_matrix(row_p, a), ops.select(
+            ops.eq(rows, _per_matrix(pivot_row, a)), _per_matrix(row_j, a), a))
         pivot = _minor(a, (j, j + 1), (j, j + 1))
         zero = ops.eq(pivot, scalar(b, 0, a.dtype))
         zeros.append(zero)
