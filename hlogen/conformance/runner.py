@@ -118,8 +118,7 @@ def _run_joined(cases: list, backend: str) -> list:
         results += [Op(b, v, s) for v, s in zip(values, comp.result_shapes)]
         arguments += case.arguments
     joined = b.build(*results)
-    out = hg.compile(joined, backend=backend)(*arguments)
-    out = [np.asarray(a) for a in (out if isinstance(out, tuple) else (out,))]
+    out = _flat(hg.compile(joined, backend=backend)(*arguments))
     per_case, at = [], 0
     for case in cases:
         n = len(case.computation.result_shapes)
