@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 import hlogen as hg
 from hlogen import conformance
-from hlogen.conformance import files, judge, known, module, sample
+from hlogen.conformance import files, judge, known, module, runner, sample
 from hlogen_cli.main import main as cli
 
 DATA = pathlib.Path(__file__).resolve().parents[2] / "shared" / "conformance" / "stablehlo"
@@ -325,6 +325,27 @@ module {
   }
 }
 """
+
+
+def test_a_batch_runs_as_one_computation_each_module_with_its_own_values(tmp_path):
+    """The joined path itself: run_batch falls back to one module at a time when a batch
+    fails, so a broken join would only show as slowness, not as a failing record."""
+    written = [("%2 = stablehlo.add %0, %0 : tensor<4xf32>", "[1.0, 2.0, 3.0, 4.0]",
+                np.array([2, 4, 6, 8], np.float32), "tensor<4xf32>"),
+               ("%2 = stablehlo.negate %0 : tensor<2xi32>", "[1, -2]",
+                np.array([-1, 2], np.int32), "tensor<2xi32>"),
+               ("%2 = stablehlo.abs %0 : tensor<3xf64>", "[-1.5, 0.0, 2.5]",
+                np.array([1.5, 0.0, 2.5]), "tensor<3xf64>")]
+    cases = [module.load_case(write_testdata(tmp_path / f"m{i}.mlir", line, inputs,
+                                             json.dumps(want.tolist()), ty=ty).read_text(),
+                              f"m{i}.mlir", lift_constants=True)
+             for i, (line, inputs, want, ty) in enumerate(written)]
+    outputs = runner._run_joined(cases, "cpu")
+    assert len(outputs) == len(written)
+    for (_, _, want, _), (actual, expected) in zip(written, outputs):
+        assert actual.dtype == want.dtype and expected.dtype == want.dtype
+        np.testing.assert_array_equal(actual, want)
+        np.testing.assert_array_equal(expected, want)
 
 
 def test_a_batch_that_fails_to_compile_is_run_module_by_module(tmp_path):
