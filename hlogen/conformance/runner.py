@@ -13,12 +13,11 @@ import time
 
 import ml_dtypes
 import numpy as np
-from jaxlib.mlir._mlir_libs import _jax_mlir_ext, _stablehlo
+from jaxlib.mlir._mlir_libs import _stablehlo
 
 import hlogen as hg
-from hlogen import mlir
+from hlogen import builder, mlir
 from hlogen import types as T
-from hlogen.builder import Builder, Op
 from hlogen.conformance import files, judge
 from hlogen.conformance.bounds import BOUNDS, within
 from hlogen.conformance.explain import first_divergence
@@ -108,14 +107,12 @@ def run_batch(items: list, explain: bool = False) -> list:
 
 def _run_joined(cases: list, backend: str) -> list:
     """One computation holding every case's main side by side; the outputs per case."""
-    b = Builder("conformance_batch")
+    b = builder.Builder("conformance_batch")
     results, arguments = [], []
     for i, case in enumerate(cases):
         comp = case.computation
         params = [b.parameter(s, f"m{i}_{k}") for k, s in enumerate(comp.parameter_shapes)]
-        with b._ip, mlir.user_location():  # the inlined ops keep their own locations
-            values = _jax_mlir_ext.inlined_func_call(comp._main, [p.value for p in params])
-        results += [Op(b, v, s) for v, s in zip(values, comp.result_shapes)]
+        results += builder.apply(b, "conformance batch", "a case's main", comp, params)
         arguments += case.arguments
     joined = b.build(*results)
     out = _flat(hg.compile(joined, backend=backend)(*arguments))
