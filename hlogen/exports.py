@@ -19,20 +19,18 @@ from hlogen import types as T
 from hlogen.computation import given_names, main_of, set_names
 from hlogen.errors import InputError, UnsupportedError
 
-# flatbuffers' root offset, then jax's serialization: the portable artifact inside starts
-# with MLIR's bytecode magic
-_BYTECODE_MAGIC = b"ML\xefR"
 _INNER = "_hlogen_exported_main"
 _TOKEN = "!stablehlo.token"
 
 
 def is_exported(data: bytes) -> bool:
     """Whether `data` looks like `Exported.serialize()`'s bytes (a flatbuffer, whose
-    first 4 bytes point at its root table, holding a portable artifact)."""
-    if len(data) < 16 or data.startswith(_BYTECODE_MAGIC):
+    first 4 bytes point at its root table, holding a portable artifact, which starts with
+    MLIR's bytecode magic)."""
+    if len(data) < 16 or data.startswith(mlir.BYTECODE_MAGIC):
         return False
     root = int.from_bytes(data[:4], "little")
-    return 4 <= root < len(data) and _BYTECODE_MAGIC in data
+    return 4 <= root < len(data) and mlir.BYTECODE_MAGIC in data
 
 
 def exported_parts(data: bytes, where: str) -> dict:

@@ -24,8 +24,6 @@ from hlogen import exports, hlo, mlir, native, preflight
 from hlogen.computation import Computation, given_names, main_of, set_names
 from hlogen.errors import InputError
 
-_BYTECODE_MAGIC = b"ML\xefR"
-
 
 def load(source, *, isolated: bool = False) -> Computation:
     """A Computation from a file path, or the text or bytes of a module in any form the
@@ -65,7 +63,7 @@ def load_bytes(data: bytes, where: str, *, isolated: bool = False,
 def read_module(data: bytes, where: str, *, isolated: bool = False,
                 file: str | None = None) -> ir.Module:
     """The StableHLO module of `data`, in whichever form it comes (see the docstring)."""
-    if not data.startswith(_BYTECODE_MAGIC):
+    if not data.startswith(mlir.BYTECODE_MAGIC):
         if hlo.is_text(data):
             return hlo.stablehlo_module(data, "text", where, isolated)
         proto = hlo.module_proto(data)
@@ -93,7 +91,7 @@ def parse_module(data: bytes, where: str = "<text>", *, file: str | None = None)
     ops' locations name it (XLA's metadata and hlogen's messages then say where an op
     is), not "-" as for text parsed from memory."""
     ctx = mlir.context()
-    bytecode = data.startswith(_BYTECODE_MAGIC)
+    bytecode = data.startswith(mlir.BYTECODE_MAGIC)
     if bytecode:
         _check_bytecode_in_child(data, where)
     else:

@@ -165,6 +165,10 @@ def op_names(module: ir.Module) -> list[str]:
     return [op.name for op in walk(module)]
 
 
+# how MLIR bytecode (and so a StableHLO portable artifact) begins
+BYTECODE_MAGIC = b"ML\xefR"
+
+
 # CHLO and shape-dialect ops to StableHLO (a func.func pipeline): what a portable
 # artifact and the reference interpreter need; hlogen.passes names it `legalize`.
 LEGALIZE = "func.func(chlo-legalize-to-stablehlo,shape-legalize-to-stablehlo)"
