@@ -13,6 +13,7 @@ shard or split count. The shape rules are the `*_shape` functions.
 from __future__ import annotations
 
 import builtins
+import collections
 import dataclasses
 
 import numpy as np
@@ -63,7 +64,7 @@ def check_partition(op_name: str, groups: list[list[int]], num_replicas: int | N
     where = f"{op_name}: replica_groups={groups}"
     if any(not g for g in groups):
         raise ShapeError(f"{where} has an empty group; every group names at least one replica")
-    repeated = sorted({r for r in ids if ids.count(r) > 1})
+    repeated = sorted(r for r, times in collections.Counter(ids).items() if times > 1)
     if repeated:
         raise ShapeError(f"{where} names replica(s) {repeated} more than once: each replica "
                          f"is in {'exactly' if complete else 'at most'} one group")
