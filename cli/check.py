@@ -5,6 +5,9 @@ import sys
 
 import click
 
+from hlogen import conformance
+from hlogen.conformance import report
+from hlogen.conformance.sample import stratified
 from hlogen.errors import HlogenError
 from hlogen_cli.main import reports_errors
 from hlogen_cli.progress import Progress
@@ -42,15 +45,12 @@ def check(paths, backend, jobs, timeout, batch, junit_path, json_path, known_pat
     """Run StableHLO conformance files (PATHS: files or directories of .mlir) and judge
     the results by StableHLO's check rules. Exit status 1 when any module fails that is
     not a known deviation, 2 for bad arguments."""
-    from hlogen import conformance  # start-up: hlogen and jax load when the command runs
-    from hlogen.conformance import report  # start-up: as above
     backends = list(_BACKENDS[backend])
     if backend == "all" and _has_gpu():
         backends.append("gpu")
     if backend == "gpu" and not _has_gpu():
         raise HlogenError("--backend gpu: no GPU is available here (hlogen devices lists them)")
     if sample:
-        from hlogen.conformance.sample import stratified  # start-up: as above
         paths = stratified(paths)
     progress = _Progress(quiet)
     result = conformance.run(paths, backends, jobs=jobs, timeout=timeout, known_lists=known_paths,
