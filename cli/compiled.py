@@ -10,12 +10,10 @@ without compiling: what the executable cache does, for one file the user keeps.
 """
 from __future__ import annotations
 
-import hashlib
-import json
-
 from hlogen.computation import Computation
 from hlogen.loading import load_bytes
 from hlogen.errors import InputError
+from hlogen.runtime import cache
 
 MAGIC = b"hlogen-compiled 1\n"
 # what the header must agree on, and how it is said
@@ -33,10 +31,8 @@ def pack(comp: Computation, exe, payload: bytes, jaxlib_version: str, options: s
     `jaxlib_version`."""
     module = comp.to_bytecode()
     header = {"backend": exe.backend, "device_kind": exe.device.device_kind,
-              "jaxlib": jaxlib_version, "options": options,
-              "module_size": len(module), "size": len(module) + len(payload),
-              "sha256": hashlib.sha256(module + payload).hexdigest()}
-    return MAGIC + json.dumps(header, sort_keys=True).encode() + b"\n" + module + payload
+              "jaxlib": jaxlib_version, "options": options, "module_size": len(module)}
+    return cache.frame(MAGIC, header, module + payload)
 
 
 class CompiledFile:
@@ -45,14 +41,8 @@ class CompiledFile:
 
     def __init__(self, data: bytes, where: str):
         self.where = where
-        end = data.find(b"\n", len(MAGIC))
-        try:
-            header = json.loads(data[len(MAGIC):end]) if end > 0 else None
-        except (ValueError, UnicodeDecodeError):
-            header = None
-        body = data[end + 1:] if end > 0 else b""
-        if not isinstance(header, dict) or header.get("size") != len(body) or \
-                header.get("sha256") != hashlib.sha256(body).hexdigest():
+        header, body = cache.unframe(MAGIC, data)
+        if header is None:
             raise InputError(f"{where}: a compiled file (hlogen compile -o) that is not whole: "
                              f"its header, size or digest does not match; compile it again")
         self.header = header
@@ -88,5 +78,5 @@ class _OneEntry:
     def load(self, key, jaxlib_version) -> bytes:
         return self._compiled._payload
 
-    def store(self, key, payload, **info) -> None:
-        pass  # (reached only when this XLA could not load the executable: compiled again)
+    def store(self, key, payload, **info) -> bool:
+        return False  # (reached only when this XLA could not load the executable: compiled again)

@@ -134,9 +134,9 @@ class _Cache(ExecutableCache):
         self.loaded = super().load(key, jaxlib_version)
         return self.loaded
 
-    def store(self, key, payload, **info) -> None:
-        super().store(key, payload, **info)
-        self.stored = self.load(key, info["jaxlib"]) == payload
+    def store(self, key, payload, **info) -> bool:
+        self.stored = super().store(key, payload, **info)
+        return self.stored
 
 
 @dataclasses.dataclass

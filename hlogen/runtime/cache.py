@@ -68,20 +68,19 @@ class ExecutableCache:
             data = self._path(key).read_bytes()
         except OSError:
             return None
-        header, payload = _parse(data)
+        header, payload = unframe(MAGIC, data)
         if header is None or header.get("key") != key or header.get("jaxlib") != jaxlib_version:
             return None
         return payload
 
-    def store(self, key: str, payload: bytes, **info) -> None:
-        """Writes an entry atomically; a cache that cannot be written is skipped silently
-        (the run does not depend on it)."""
-        header = dict(info, key=key, size=len(payload), sha256=hashlib.sha256(payload).hexdigest())
-        data = MAGIC + json.dumps(header, sort_keys=True).encode() + b"\n" + payload
+    def store(self, key: str, payload: bytes, **info) -> bool:
+        """Writes an entry atomically; whether it was written (a cache that cannot be
+        written is skipped: the run does not depend on it)."""
         try:
-            write_atomically(self._path(key), data)
+            write_atomically(self._path(key), frame(MAGIC, dict(info, key=key), payload))
+            return True
         except OSError:
-            pass
+            return False
 
     def entries(self, jaxlib_version: str) -> list[Entry]:
         found = []
@@ -92,7 +91,7 @@ class ExecutableCache:
                 data = path.read_bytes()
             except OSError:
                 continue
-            header, _ = _parse(data)
+            header, _ = unframe(MAGIC, data)
             if header is None or header.get("key") != path.stem:
                 status = "corrupt"
             elif header.get("jaxlib") != jaxlib_version:
@@ -139,15 +138,24 @@ def _unlink(path: pathlib.Path) -> int:
         return 0
 
 
-def _parse(data: bytes):
-    """(header, payload), or (None, None) when the entry is not whole and intact."""
-    if not data.startswith(MAGIC):
+def frame(magic: bytes, header: dict, payload: bytes) -> bytes:
+    """A file of `payload` that `unframe` reads back whole or not at all: `magic`, the
+    header as one line of JSON (with the payload's size and SHA-256 added), the payload.
+    The cache's entries and the command line's compiled files are written this way."""
+    header = dict(header, size=len(payload), sha256=hashlib.sha256(payload).hexdigest())
+    return magic + json.dumps(header, sort_keys=True).encode() + b"\n" + payload
+
+
+def unframe(magic: bytes, data: bytes):
+    """(header, payload) of `frame`'s bytes, or (None, None) when they are not whole and
+    intact."""
+    if not data.startswith(magic):
         return None, None
-    end = data.find(b"\n", len(MAGIC))
+    end = data.find(b"\n", len(magic))
     if end < 0:
         return None, None
     try:
-        header = json.loads(data[len(MAGIC):end])
+        header = json.loads(data[len(magic):end])
     except (ValueError, UnicodeDecodeError):
         return None, None
     payload = data[end + 1:]
