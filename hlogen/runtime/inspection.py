@@ -17,16 +17,15 @@ from hlogen.runtime import _jaxlib
 
 # Instruction text: "%name = SHAPE opcode(operands), attributes"
 _INSTRUCTION = re.compile(r"^\s*(?:ROOT\s+)?%?(\S+) = (.*?) ([a-z][a-z0-9-]*)\(")
-_CALLS = re.compile(r"\b(calls|to_apply|condition|body|branch_computations|true_computation|"
-                    r"false_computation|select|scatter)=(\{[^}]*\}|%?[\w.\-]+)")
 _SOURCE = re.compile(r'source_file="([^"]*)" source_line=(\d+)')
 _KIND = re.compile(r"\bkind=k(\w+)")
 _LAYOUT = re.compile(r"\{[^{}]*\}")
 _ENTRY = re.compile(r"^ENTRY %?([\w.\-]+)", re.M)
-# How a called computation is named in a cluster's label, by the attribute that calls it.
+# The attributes that call computations, and how a called one is named in a cluster's label.
 _ROLES = {"calls": "fused computation", "to_apply": "computation", "condition": "condition",
           "body": "body", "branch_computations": "branch", "true_computation": "true branch",
           "false_computation": "false branch", "select": "select", "scatter": "scatter"}
+_CALLS = re.compile(rf"\b({'|'.join(_ROLES)})=(\{{[^}}]*\}}|%?[\w.\-]+)")
 _MAX_DEPTH = 16  # computations call computations; XLA's are never this deep
 
 
