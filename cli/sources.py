@@ -9,13 +9,11 @@ import pathlib
 import sys
 import traceback
 
-from jaxlib.mlir import ir
-
 import hlogen as hg
 from hlogen import passes
 from hlogen.errors import InputError
 from hlogen.function import deferred_errors
-from hlogen.loading import load_bytes
+from hlogen.loading import load_bytes, with_entry
 from hlogen_cli import compiled
 
 PYTHON_SUFFIXES = (".py",)
@@ -161,34 +159,3 @@ def _regular_file(path: str) -> str | None:
     """`path` where MLIR may read it again, so that ops' locations name it (not a pipe,
     /dev/fd/N, which was read once already; not standard input)."""
     return path if path != "-" and pathlib.Path(path).is_file() else None
-
-
-def with_entry(comp: hg.Computation, name: str | None, where: str) -> hg.Computation:
-    """`comp` with its public function `name` as the entry function (main), as IREE's
-    tools run any public function: the functions are renamed (a copy), calls included."""
-    if name in (None, "main"):
-        return comp
-    module = comp.clone().module
-    functions = {ir.StringAttr(op.attributes["sym_name"]).value: op
-                 for op in module.body.operations if op.operation.name == "func.func"}
-    public = [n for n, op in functions.items() if _is_public(op)]
-    if name not in functions or not _is_public(functions[name]):
-        what = "is private" if name in functions else "is not defined"
-        raise InputError(f"{where}: @{name} {what}; --function names a public function of the "
-                         f"module: {', '.join(public) or '(none)'}")
-    if "main" in functions:  # the former entry keeps working under another name
-        other = next(f"main_{i}" for i in range(len(functions) + 1) if f"main_{i}" not in functions)
-        _rename(module, functions["main"], "main", other)
-        functions["main"].attributes["sym_visibility"] = ir.StringAttr.get("private", module.context)
-    _rename(module, functions[name], name, "main")
-    return hg.Computation(module, comp.source)
-
-
-def _is_public(op) -> bool:
-    return "sym_visibility" not in op.attributes or \
-        ir.StringAttr(op.attributes["sym_visibility"]).value == "public"
-
-
-def _rename(module, op, old: str, new: str) -> None:
-    ir.SymbolTable.replace_all_symbol_uses(old, new, module.operation)
-    ir.SymbolTable.set_symbol_name(op, new)

@@ -166,6 +166,12 @@ def set_names(function: ir.Operation, names: list) -> None:
     attrs["arg_attrs"] = ir.ArrayAttr.get(dicts, context=ctx)
 
 
+def is_public(function: ir.Operation) -> bool:
+    """Whether a func.func is public (MLIR's default, without sym_visibility)."""
+    return "sym_visibility" not in function.attributes or \
+        ir.StringAttr(function.attributes["sym_visibility"]).value == "public"
+
+
 def main_of(module: ir.Module, source) -> ir.Operation:
     for op in module.body.operations:
         if op.operation.name == "func.func" and \

@@ -21,7 +21,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir._mlir_libs import _stablehlo
 
 from hlogen import exports, hlo, mlir, native, preflight
-from hlogen.computation import Computation, given_names, main_of, set_names
+from hlogen.computation import Computation, given_names, is_public, main_of, set_names
 from hlogen.errors import InputError
 
 
@@ -58,6 +58,32 @@ def load_bytes(data: bytes, where: str, *, isolated: bool = False,
     if any(names):  # kept in an attribute: text printed without locations keeps them
         set_names(main, names)
     return Computation(module, where)
+
+
+def with_entry(comp: Computation, name: str | None, where: str) -> Computation:
+    """`comp` with its public function `name` as the entry function (main), as IREE's
+    tools run any public function: the functions are renamed (a copy), calls included."""
+    if name in (None, "main"):
+        return comp
+    module = comp.clone().module
+    functions = {ir.StringAttr(op.attributes["sym_name"]).value: op
+                 for op in module.body.operations if op.operation.name == "func.func"}
+    public = [n for n, op in functions.items() if is_public(op)]
+    if name not in functions or not is_public(functions[name]):
+        what = "is private" if name in functions else "is not defined"
+        raise InputError(f"{where}: @{name} {what}; --function names a public function of the "
+                         f"module: {', '.join(public) or '(none)'}")
+    if "main" in functions:  # the former entry keeps working under another name
+        other = next(f"main_{i}" for i in range(len(functions) + 1) if f"main_{i}" not in functions)
+        _rename(module, functions["main"], "main", other)
+        functions["main"].attributes["sym_visibility"] = ir.StringAttr.get("private", module.context)
+    _rename(module, functions[name], name, "main")
+    return Computation(module, comp.source)
+
+
+def _rename(module, op, old: str, new: str) -> None:
+    ir.SymbolTable.replace_all_symbol_uses(old, new, module.operation)
+    ir.SymbolTable.set_symbol_name(op, new)
 
 
 def read_module(data: bytes, where: str, *, isolated: bool = False,

@@ -21,6 +21,7 @@ from jaxlib.mlir import ir
 
 from hlogen import mlir
 from hlogen import types as T
+from hlogen.computation import is_public
 from hlogen.ops import collectives
 from hlogen.ops.custom_call import pjrt_refusal
 from hlogen.ops.random import NORMAL_TYPES, UNIFORM_TYPES
@@ -172,8 +173,7 @@ def _check_structure(module: ir.Module, where: str) -> None:
     if main is None:
         raise InputError(f"{where}: the module has no function @main: hlogen runs the "
                          f"function named main")
-    if "sym_visibility" in main.attributes and \
-            ir.StringAttr(main.attributes["sym_visibility"]).value != "public":
+    if not is_public(main):
         raise InputError(f"{located(main, where)}: @main must be public (it is the entry point)")
     found = inventory(module)
     for op in found.with_regions:

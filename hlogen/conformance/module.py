@@ -24,7 +24,7 @@ from jaxlib.mlir._mlir_libs import _jax_mlir_ext, _stablehlo
 
 from hlogen import mlir
 from hlogen import types as T
-from hlogen.computation import Computation
+from hlogen.computation import Computation, is_public
 from hlogen.loading import parse_module
 from hlogen.conformance import files, judge
 from hlogen.errors import InputError, UnsupportedError
@@ -133,8 +133,7 @@ def _entry(module: ir.Module, where: str) -> ir.Operation | None:
     names = [ir.StringAttr(f.attributes["sym_name"]).value for f in functions]
     if "main" in names:
         return functions[names.index("main")]
-    public = [f for f in functions if "sym_visibility" not in f.attributes
-              or ir.StringAttr(f.attributes["sym_visibility"]).value == "public"]
+    public = [f for f in functions if is_public(f)]
     if len(public) != 1:
         raise UnsupportedError(f"{where}: no @main and {len(public)} public functions: this "
                                f"runner runs one entry function per module (StableHLO's "
