@@ -18,7 +18,7 @@ from hlogen import mlir, ops
 from hlogen import types as T
 from hlogen.builder import InsertingBuilder, Op
 from hlogen.errors import UnsupportedError
-from hlogen.rewrites import enum_attribute, int_attribute, ints_attribute, register, scalar
+from hlogen.rewrites import enum_attribute, int_attribute, ints_attribute, register
 
 INTERPRET = "interpret"
 
@@ -28,7 +28,7 @@ def _result_type(op: ir.Operation) -> T.Shape:
 
 
 def _full(b, value, et: T.ElementType, dims) -> Op:
-    return ops.broadcast(scalar(b, value, et), tuple(dims))
+    return ops.broadcast(b.constant(value, et), tuple(dims))
 
 
 def _region_callable(op: ir.Operation, index: int):
@@ -139,7 +139,7 @@ def _select_and_scatter(b: InsertingBuilder, op: ir.Operation, operands: list[Op
     # padding takes the init values: never valid, so never picked
     _, _, picked = ops.reduce_window(
         [valid, operand, position],
-        [b.constant(False), scalar(b, 0, shape.element_type),
+        [b.constant(False), b.constant(0, shape.element_type),
          b.constant(-1, index_type)],
         pick, window, strides, padding)
     count = source.shape.size
@@ -429,7 +429,7 @@ def _einsum(b: InsertingBuilder, op: ir.Operation, operands: list[Op]) -> list[O
         gone = [i for i, c in enumerate(labels) if c not in other and c not in out]
         if not gone:
             return x, labels
-        x = ops.reduce(x, scalar(b, 0, x.dtype), ops.add, gone)
+        x = ops.reduce(x, b.constant(0, x.dtype), ops.add, gone)
         return x, "".join(c for i, c in enumerate(labels) if i not in gone)
 
     lhs, lhs_labels = summed(lhs, lhs_labels, rhs_labels)
@@ -497,7 +497,7 @@ def _potrf(op: ir.Operation, a: Op) -> list[Op]:
     if not lower:
         factor = _minor_transpose(_conj(factor))
     # a pivot is positive where its root is
-    info = _first_failure([ops.not_(ops.gt(r, scalar(a.builder, 0, r.dtype))) for r in roots])
+    info = _first_failure([ops.not_(ops.gt(r, a.builder.constant(0, r.dtype))) for r in roots])
     return [ops.select(_in_triangle(a, lower), factor, a), info]  # the rest is not touched
 
 
@@ -511,7 +511,7 @@ def _pick_row(a: Op, rows: Op, index: Op) -> Op:
     """Row `index` (s32 per matrix, batch + (1, 1)) of a's matrices, exactly (no arithmetic)."""
     b, rank = a.builder, a.shape.rank
     chosen = ops.eq(rows, _per_matrix(index, a))
-    _, row = ops.reduce([chosen, a], [b.constant(False), scalar(b, 0, a.dtype)],
+    _, row = ops.reduce([chosen, a], [b.constant(False), b.constant(0, a.dtype)],
                         lambda c1, v1, c2, v2: (ops.or_(c1, c2), ops.select(c1, v1, v2)),
                         [rank - 2])
     return ops.reshape(row, a.shape.dimensions[:-2] + (1, a.shape.dimensions[-1]))
@@ -536,20 +536,20 @@ def _getrf(op: ir.Operation, a: Op) -> list[Op]:
         is_largest = ops.eq(size, ops.broadcast_in_dim(
             largest, size.shape.dimensions, list(range(rank - 2)) + [rank - 1]))
         first = ops.reduce(ops.select(is_largest, at, _full(b, m, T.s32, at.shape.dimensions)),
-                           scalar(b, m, T.s32), ops.min, [rank - 2])
-        pivot_row = ops.reshape(ops.add(first, scalar(b, j, T.s32)), batch + (1, 1))
-        pivots.append(ops.reshape(ops.add(pivot_row, scalar(b, 1, T.s32)), batch + (1,)))
+                           b.constant(m, T.s32), ops.min, [rank - 2])
+        pivot_row = ops.reshape(ops.add(first, b.constant(j, T.s32)), batch + (1, 1))
+        pivots.append(ops.reshape(ops.add(pivot_row, b.constant(1, T.s32)), batch + (1,)))
         row_j, row_p = _minor(a, (j, j + 1), (0, n)), _pick_row(a, rows, pivot_row)
-        a = ops.select(ops.eq(rows, scalar(b, j, T.s32)), _per_matrix(row_p, a), ops.select(
+        a = ops.select(ops.eq(rows, b.constant(j, T.s32)), _per_matrix(row_p, a), ops.select(
             ops.eq(rows, _per_matrix(pivot_row, a)), _per_matrix(row_j, a), a))
         pivot = _minor(a, (j, j + 1), (j, j + 1))
-        zero = ops.eq(pivot, scalar(b, 0, a.dtype))
+        zero = ops.eq(pivot, b.constant(0, a.dtype))
         zeros.append(zero)
         if j + 1 == m:
             continue
         below = _minor(a, (j + 1, m), (j, j + 1))
         scaled = ops.select(_per_matrix(zero, below), below, ops.mul(
-            below, _per_matrix(ops.div(scalar(b, 1, a.dtype), pivot), below)))
+            below, _per_matrix(ops.div(b.constant(1, a.dtype), pivot), below)))
         parts = [_minor(a, (j + 1, m), (0, j))] if j else []
         parts.append(scaled)
         if j + 1 < n:

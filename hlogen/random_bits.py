@@ -16,7 +16,7 @@ from jaxlib.mlir import ir
 from hlogen import mlir, ops
 from hlogen import types as T
 from hlogen.builder import InsertingBuilder, Op
-from hlogen.rewrites import enum_attribute, register, scalar
+from hlogen.rewrites import enum_attribute, register
 
 _U32, _U64 = T.u32, T.u64
 _MASK32 = 0xFFFFFFFF
@@ -29,30 +29,30 @@ _PHILOX_M = (0xD2511F53, 0xCD9E8D57)  # the round multipliers
 def _low_high(x: Op) -> tuple[Op, Op]:
     """The low and high 32-bit words of u64 `x`."""
     b = x.builder
-    low = ops.convert_element_type(ops.and_(x, scalar(b, _MASK32, _U64)), _U32)
-    high = ops.convert_element_type(ops.shift_right_logical(x, scalar(b, 32, _U64)), _U32)
+    low = ops.convert_element_type(ops.and_(x, b.constant(_MASK32, _U64)), _U32)
+    high = ops.convert_element_type(ops.shift_right_logical(x, b.constant(32, _U64)), _U32)
     return low, high
 
 
 def _u64(low: Op, high: Op) -> Op:
     b = low.builder
     return ops.or_(ops.convert_element_type(low, _U64),
-                   ops.shift_left(ops.convert_element_type(high, _U64), scalar(b, 32, _U64)))
+                   ops.shift_left(ops.convert_element_type(high, _U64), b.constant(32, _U64)))
 
 
 def _threefry2x32(x: list[Op], key: tuple[Op, Op]) -> list[Op]:
     """ThreeFry-2x32 with 20 rounds of the words `x` under the u32 key words `key`."""
     b = x[0].builder
-    ks = [key[0], key[1], ops.xor(ops.xor(scalar(b, _THREEFRY_PARITY, _U32), key[0]), key[1])]
+    ks = [key[0], key[1], ops.xor(ops.xor(b.constant(_THREEFRY_PARITY, _U32), key[0]), key[1])]
     x = [ops.add(x[0], ks[0]), ops.add(x[1], ks[1])]
     for group in range(5):
         for rotation in _THREEFRY_ROTATIONS[4 * (group % 2): 4 * (group % 2) + 4]:
             x0 = ops.add(x[0], x[1])
-            rotated = ops.or_(ops.shift_left(x[1], scalar(b, rotation, _U32)),
-                              ops.shift_right_logical(x[1], scalar(b, 32 - rotation, _U32)))
+            rotated = ops.or_(ops.shift_left(x[1], b.constant(rotation, _U32)),
+                              ops.shift_right_logical(x[1], b.constant(32 - rotation, _U32)))
             x = [x0, ops.xor(x0, rotated)]
         x = [ops.add(x[0], ks[(group + 1) % 3]),
-             ops.add(ops.add(x[1], ks[(group + 2) % 3]), scalar(b, group + 1, _U32))]
+             ops.add(ops.add(x[1], ks[(group + 2) % 3]), b.constant(group + 1, _U32))]
     return x
 
 
@@ -63,7 +63,7 @@ def _philox4x32(x: list[Op], key: tuple[Op, Op]) -> list[Op]:
 
     def mul_high_low(word: Op, multiplier: int) -> tuple[Op, Op]:
         low, high = _low_high(ops.mul(ops.convert_element_type(word, _U64),
-                                      scalar(b, multiplier, _U64)))
+                                      b.constant(multiplier, _U64)))
         return high, low
 
     for _ in range(10):
@@ -71,8 +71,8 @@ def _philox4x32(x: list[Op], key: tuple[Op, Op]) -> list[Op]:
         high1, low1 = mul_high_low(x[2], _PHILOX_M[1])
         x = [ops.xor(ops.xor(high1, x[1]), key[0]), low1,
              ops.xor(ops.xor(high0, x[3]), key[1]), low0]
-        key = [ops.add(key[0], scalar(b, _PHILOX_W[0], _U32)),
-               ops.add(key[1], scalar(b, _PHILOX_W[1], _U32))]
+        key = [ops.add(key[0], b.constant(_PHILOX_W[0], _U32)),
+               ops.add(key[1], b.constant(_PHILOX_W[1], _U32))]
     return x
 
 
@@ -114,14 +114,14 @@ def _counters(counter: Op, dims: tuple) -> Op:
 
 
 def _count_up(counter: Op, n: int) -> Op:
-    return ops.add(counter, scalar(counter.builder, n, _U64))
+    return ops.add(counter, counter.builder.constant(n, _U64))
 
 
 def _add_u128(low: Op, high: Op, n: Op) -> tuple[Op, Op]:
     """(low, high) + n, u64 words of a 128-bit number (n broadcast like low)."""
     b = low.builder
     new_low = ops.add(low, n)
-    carried = ops.add(high, scalar(b, 1, _U64))
+    carried = ops.add(high, b.constant(1, _U64))
     return new_low, ops.select(ops.lt(new_low, low), carried, high)
 
 
@@ -142,7 +142,7 @@ def _philox(key: Op, low: Op, high: Op, dims: tuple, bits: int) -> tuple[Op, tup
     values = ops.reshape(values, (blocks * per_block,))
     if blocks * per_block != size:
         values = ops.slice(values, [0], [size])
-    return ops.reshape(values, dims), _add_u128(low, high, scalar(b, blocks, _U64))
+    return ops.reshape(values, dims), _add_u128(low, high, b.constant(blocks, _U64))
 
 
 @register("interpret", "stablehlo.rng_bit_generator",
@@ -168,7 +168,7 @@ def _rng_bit_generator(b: InsertingBuilder, op: ir.Operation, operands: list[Op]
     unsigned = T.element_type(f"u{width}")
     if width < 32:
         values = ops.convert_element_type(
-            ops.and_(values, scalar(b, (1 << width) - 1, _U32)), unsigned)
+            ops.and_(values, b.constant((1 << width) - 1, _U32)), unsigned)
     if unsigned != data.element_type:
         values = ops.bitcast_convert_type(values, data.element_type)
     return [new_state, values]

@@ -10,7 +10,7 @@ so is hlogen.preflight's UNSUPPORTED table.
 
 `expand(b, op, operands)` emits the replacement with hlogen's own ops through `b`, an
 InsertingBuilder before `op`, and returns one Op per result of `op`; `int_attribute`,
-`ints_attribute` and `enum_attribute` read the op's attributes, `scalar` makes constants.
+`ints_attribute` and `enum_attribute` read the op's attributes (constants: `b.constant`).
 """
 from __future__ import annotations
 
@@ -21,7 +21,6 @@ import numpy as np
 from jaxlib.mlir import ir
 
 from hlogen import mlir
-from hlogen import types as T
 from hlogen.builder import InsertingBuilder, Op
 
 
@@ -63,11 +62,6 @@ def enum_attribute(op: ir.Operation, name: str) -> str:
     return str(op.attributes[name]).split()[-1].rstrip(">")
 
 
-def scalar(b, value, et: T.ElementType) -> Op:
-    """A constant `value` of element type `et` (any value numpy converts, NaN included)."""
-    return b.constant(np.array(value, et.dtype))
-
-
 def rewrite_for(backend: str, op: ir.Operation) -> Rewrite | None:
     """The rewrite of `op` on `backend`, or None where the backend runs it as it is."""
     for rewrite in TABLE.get((backend, op.name), ()):
@@ -97,4 +91,4 @@ def rewrite_module(module: ir.Module, backend: str) -> int:
 
 
 __all__ = ["Rewrite", "TABLE", "enum_attribute", "int_attribute", "ints_attribute", "register",
-           "rewrite_for", "rewrite_module", "scalar"]
+           "rewrite_for", "rewrite_module"]
