@@ -145,9 +145,15 @@ def _philox(key: Op, low: Op, high: Op, dims: tuple, bits: int) -> tuple[Op, tup
     return ops.reshape(values, dims), _add_u128(low, high, b.constant(blocks, _U64))
 
 
+def _unsigned_of_bits(op: ir.Operation) -> T.ElementType | None:
+    """The unsigned type of the random values' width (None for f6: no such integer type;
+    the preflight then refuses the op with the type's own limits)."""
+    return T.UNSIGNED_OF_WIDTH.get(mlir.shape_of_type(op.results[1].type).element_type.bits)
+
+
 @register("interpret", "stablehlo.rng_bit_generator",
           "the interpreter has no implementation of it (the spec leaves the bits to the "
-          "implementation: XLA CPU's are the definition)")
+          "implementation: XLA CPU's are the definition)", _unsigned_of_bits)
 def _rng_bit_generator(b: InsertingBuilder, op: ir.Operation, operands: list[Op]) -> list[Op]:
     (state,) = operands
     data = mlir.shape_of_type(op.results[1].type)
@@ -165,7 +171,7 @@ def _rng_bit_generator(b: InsertingBuilder, op: ir.Operation, operands: list[Op]
         values, (new_low, new_high) = _philox(key, low, high, data.dimensions, bits)
         kept = [new_low, new_high] if words >= 3 else [new_low]
         new_state = ops.concatenate([ops.reshape(w, (1,)) for w in [key] + kept], 0)
-    unsigned = T.element_type(f"u{width}")
+    unsigned = _unsigned_of_bits(op)
     if width < 32:
         values = ops.convert_element_type(
             ops.and_(values, b.constant((1 << width) - 1, _U32)), unsigned)

@@ -181,6 +181,17 @@ def test_rng_bit_generator_interpreter_chains_states():
     assert interpreted[1].tolist() != interpreted[2].tolist()
 
 
+def test_rng_bit_generator_of_f6_values_is_refused_by_the_type_not_the_rewrite():
+    # no 6-bit integer type carries the bits: the rewrite stands aside and the preflight
+    # refuses the f6 values for what the interpreter does with them
+    comp = hg.load("""func.func @main(%s: tensor<2xui64>) -> tensor<3xf6E2M3FN> {
+      %0, %1 = stablehlo.rng_bit_generator %s, algorithm = THREE_FRY : (tensor<2xui64>) -> (tensor<2xui64>, tensor<3xf6E2M3FN>)
+      return %1 : tensor<3xf6E2M3FN>
+    }""")
+    with pytest.raises(hg.UnsupportedError, match="cannot run f6e2m3fn"):
+        hg.interpret(comp, np.array([1, 2], np.uint64))
+
+
 def test_rewrites_inside_regions():
     """An op in a loop body is rewritten in place: random bits drawn in a while loop."""
     b = hg.Builder("loop")
