@@ -18,7 +18,8 @@ from hlogen import mlir, ops
 from hlogen import types as T
 from hlogen.builder import InsertingBuilder, Op
 from hlogen.errors import UnsupportedError
-from hlogen.rewrites import enum_attribute, int_attribute, ints_attribute, register
+from hlogen.mlir import enum_attribute, int_attribute, ints_attribute
+from hlogen.rewrites import register
 
 INTERPRET = "interpret"
 

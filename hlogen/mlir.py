@@ -165,6 +165,28 @@ def op_names(module: ir.Module) -> list[str]:
     return [op.name for op in walk(module)]
 
 
+# -- attributes of parsed ops -------------------------------------------------------------
+
+def int_attribute(op: ir.Operation, name: str) -> int:
+    return ir.IntegerAttr(op.attributes[name]).value
+
+
+def ints_attribute(op: ir.Operation, name: str) -> list[int]:
+    """An array attribute's integers, flattened ([] when the op has none)."""
+    if name not in op.attributes:
+        return []
+    attr = op.attributes[name]
+    try:
+        return list(ir.DenseI64ArrayAttr(attr))
+    except ValueError:  # a DenseIntElementsAttr (padding, older forms)
+        return [int(x) for x in np.array(ir.DenseIntElementsAttr(attr)).reshape(-1)]
+
+
+def enum_attribute(op: ir.Operation, name: str) -> str:
+    """The value of a StableHLO enum attribute: "ADJOINT" of #stablehlo<transpose ADJOINT>."""
+    return str(op.attributes[name]).split()[-1].rstrip(">")
+
+
 # how MLIR bytecode (and so a StableHLO portable artifact) begins
 BYTECODE_MAGIC = b"ML\xefR"
 

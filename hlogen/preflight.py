@@ -43,7 +43,7 @@ def _element_type(value) -> T.ElementType:
 def _rng_refusal(op):
     # XLA CPU aborts on types it does not generate (ops.random's table says which)
     et = _element_type(op.results[0])
-    supported = NORMAL_TYPES if "NORMAL" in str(op.attributes["rng_distribution"]) else UNIFORM_TYPES
+    supported = NORMAL_TYPES if mlir.enum_attribute(op, "rng_distribution") == "NORMAL" else UNIFORM_TYPES
     if et.name not in supported:
         return f"XLA CPU generates only {', '.join(sorted(supported))} values, not {et.name}"
     return None

@@ -16,7 +16,8 @@ from jaxlib.mlir import ir
 from hlogen import mlir, ops
 from hlogen import types as T
 from hlogen.builder import InsertingBuilder, Op
-from hlogen.rewrites import enum_attribute, register
+from hlogen.mlir import enum_attribute
+from hlogen.rewrites import register
 
 _U32, _U64 = T.u32, T.u64
 _MASK32 = 0xFFFFFFFF

@@ -9,15 +9,14 @@ prepare does, for the backend it prepares a module for); what a backend cannot r
 so is hlogen.preflight's UNSUPPORTED table.
 
 `expand(b, op, operands)` emits the replacement with hlogen's own ops through `b`, an
-InsertingBuilder before `op`, and returns one Op per result of `op`; `int_attribute`,
-`ints_attribute` and `enum_attribute` read the op's attributes (constants: `b.constant`).
+InsertingBuilder before `op`, and returns one Op per result of `op` (the op's attributes
+read with hlogen.mlir's `int_attribute`, `ints_attribute`, `enum_attribute`).
 """
 from __future__ import annotations
 
 import dataclasses
 from typing import Callable
 
-import numpy as np
 from jaxlib.mlir import ir
 
 from hlogen import mlir
@@ -40,26 +39,6 @@ def register(backend: str, op: str, why: str, when=None):
         TABLE.setdefault((backend, op), []).append(Rewrite(why, when, expand))
         return expand
     return decorate
-
-
-def int_attribute(op: ir.Operation, name: str) -> int:
-    return ir.IntegerAttr(op.attributes[name]).value
-
-
-def ints_attribute(op: ir.Operation, name: str) -> list[int]:
-    """An array attribute's integers, flattened ([] when the op has none)."""
-    if name not in op.attributes:
-        return []
-    attr = op.attributes[name]
-    try:
-        return list(ir.DenseI64ArrayAttr(attr))
-    except ValueError:  # a DenseIntElementsAttr (padding, older forms)
-        return [int(x) for x in np.array(ir.DenseIntElementsAttr(attr)).reshape(-1)]
-
-
-def enum_attribute(op: ir.Operation, name: str) -> str:
-    """The value of a StableHLO enum attribute: "ADJOINT" of #stablehlo<transpose ADJOINT>."""
-    return str(op.attributes[name]).split()[-1].rstrip(">")
 
 
 def rewrite_for(backend: str, op: ir.Operation) -> Rewrite | None:
@@ -90,5 +69,4 @@ def rewrite_module(module: ir.Module, backend: str) -> int:
     return count
 
 
-__all__ = ["Rewrite", "TABLE", "enum_attribute", "int_attribute", "ints_attribute", "register",
-           "rewrite_for", "rewrite_module"]
+__all__ = ["Rewrite", "TABLE", "register", "rewrite_for", "rewrite_module"]

@@ -220,12 +220,12 @@ def _rewrite_division(op):
 
 def _rewrite_compare(op):
     if "compare_type" not in op.attributes or \
-            not str(op.attributes["compare_type"]).endswith(" TOTALORDER>"):
+            mlir.enum_attribute(op, "compare_type") != "TOTALORDER":
         return None
     shape = _shape(op.operands[0])
     if shape is None or shape.element_type.kind != T.FLOAT:
         return None
-    direction = str(op.attributes["comparison_direction"]).split()[-1].rstrip(">")
+    direction = mlir.enum_attribute(op, "comparison_direction")
     return total_order_compare(_Before(op), direction, shape, *op.operands)
 
 
@@ -292,7 +292,7 @@ def _splat(value):
 
 def _is_compare(value, direction, lhs, constant):
     op = _defining(value, "stablehlo.compare")
-    return (op is not None and str(op.attributes["comparison_direction"]).endswith(f" {direction}>")
+    return (op is not None and mlir.enum_attribute(op, "comparison_direction") == direction
             and op.operands[0] == lhs and _splat(op.operands[1]) == constant)
 
 
