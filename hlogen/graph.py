@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import html
 import os
-import re
 
 from jaxlib.mlir import ir
 
@@ -32,7 +31,6 @@ REGION_NAMES = {
     "stablehlo.reduce_scatter": ("computation",),
     "stablehlo.map": ("computation",),
 }
-_FILE_LOC = re.compile(r'"((?:[^"\\]|\\.)*)":(\d+):\d+')
 _TOOLTIP_CHARS = 600
 _CONSTANT_CHARS = 28
 _CONSTANT_ELEMENTS = 16
@@ -114,11 +112,8 @@ def _shape(t) -> str:
 def _where(location, source) -> str:
     """file:line of a location (the first file location it holds), or "". A loaded
     module's text was parsed as "-": its lines are those of `source`."""
-    found = _FILE_LOC.search(str(location))
-    if not found:
-        return ""
-    file = source if found.group(1) == "-" and source else found.group(1)
-    return f"{os.path.basename(file)}:{found.group(2)}"
+    found = mlir.file_location(location, source)
+    return "" if found is None else f"{os.path.basename(found[0])}:{found[1]}"
 
 
 def _attribute_text(attr) -> str:

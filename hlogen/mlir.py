@@ -105,6 +105,20 @@ def location(filename: str, line: int) -> ir.Location:
     return found
 
 
+_FILE_LINE_COL = re.compile(r'"((?:[^"\\]|\\.)*)":(\d+):(\d+)')
+
+
+def file_location(location: ir.Location, source: str | None = None):
+    """(file, line, column) of the first file location `location` holds, or None. Text
+    parsed from memory is named "-" (or "") there: its file is then `source`, where
+    hlogen read the text."""
+    m = _FILE_LINE_COL.search(str(location))
+    if m is None:
+        return None
+    file = source if m.group(1) in ("-", "") and source else m.group(1)
+    return file, int(m.group(2)), int(m.group(3))
+
+
 def user_location() -> ir.Location:
     """The location of the first caller outside the hlogen package: the user's line."""
     frame = sys._getframe(1)

@@ -15,7 +15,6 @@ in a child process for that (see hlogen_cli.isolation).
 from __future__ import annotations
 
 import os
-import re
 
 from jaxlib.mlir import ir
 
@@ -294,16 +293,10 @@ def _backend_words(backend: str) -> str:
     return "the reference interpreter" if backend == "interpret" else "XLA (PJRT)"
 
 
-_FILE_LINE_COL = re.compile(r'"((?:[^"\\]|\\.)*)":(\d+):(\d+)')
-
-
 def located(op, where: str) -> str:
     """`where:line:col` of `op` ("-" in MLIR's locations is the text hlogen parsed)."""
-    m = _FILE_LINE_COL.search(str(op.location))
-    if m is None:
-        return where
-    file = where if m.group(1) in ("-", "") else m.group(1)
-    return f"{file}:{m.group(2)}:{m.group(3)}"
+    found = mlir.file_location(op.location, where)
+    return where if found is None else "{}:{}:{}".format(*found)
 
 
 def physical_memory() -> int:
