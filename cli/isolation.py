@@ -54,7 +54,8 @@ _SHUTDOWN_SECONDS = 30  # how long a distributed child may take to leave jax's r
 # big-endian), the payload.
 _STDOUT, _STDERR, _STATUS, _DONE = b"o", b"e", b"s", b"d"
 # The child: `python -m` and `-c` put the current folder ('') first on sys.path; it is
-# taken off before anything is imported (python -P does that from 3.11 only).
+# taken off before anything is imported (python -P does that from 3.11 only). The same
+# line as hlogen.native.CHILD_PATH: this parent process imports no hlogen (start-up).
 _CHILD = ("import sys; sys.path[:] = [p for p in sys.path if p]; "
           "from hlogen_cli import isolation; isolation.child(sys.argv[1])")
 _FD_PATH = re.compile(r"/(?:dev|proc/self)/fd/(\d+)")  # what process substitution passes

@@ -36,8 +36,13 @@ def call(name: str, *args):
     return function(*args)
 
 
-# what every child runs first: no core file when the native code aborts
-_PRELUDE = "import resource\nresource.setrlimit(resource.RLIMIT_CORE, (0, 0))\n"
+# what a child of hlogen runs first: `-c` puts the current folder ('') first on sys.path,
+# where a clone named hlogen/ or a numpy.py would be imported instead (python -P does
+# this from 3.11 only). (The command line's parent imports no hlogen: cli/isolation.py
+# writes the same line.)
+CHILD_PATH = "import sys\nsys.path[:] = [p for p in sys.path if p]\n"
+# and, for native code that may abort: no core file
+_PRELUDE = CHILD_PATH + "import resource\nresource.setrlimit(resource.RLIMIT_CORE, (0, 0))\n"
 
 
 def run_child(code: str, data: bytes, args: list, seconds: float):

@@ -396,6 +396,14 @@ def test_isolated_loading_turns_xla_s_abort_into_an_error():
                 isolated=True)
 
 
+def test_a_child_imports_hlogen_s_numpy_whatever_folder_it_starts_in(tmp_path, monkeypatch):
+    # `-c` puts the current folder first on sys.path: a numpy.py there must not be imported
+    (tmp_path / "numpy.py").write_text("raise SystemExit('the numpy.py of the current folder')\n")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(hg.InputError, match=r"ended the process on it \(SIGABRT\): Check failed"):
+        hg.load(RESHAPE_TO_ANOTHER_SIZE, isolated=True)
+
+
 def test_a_converted_module_that_does_not_verify_says_why():
     bad_slice = "HloModule m\nENTRY e {\n p = f32[2] parameter(0)\n" \
                 " ROOT r = f32[2] slice(p), slice={[0:5]}\n}\n"

@@ -21,9 +21,10 @@ import tempfile
 import threading
 import time
 
+from hlogen import native
+
 _START_SECONDS = 120  # importing jax and starting XLA, on a loaded machine
-_WORKER = ("import sys; sys.path[:] = [p for p in sys.path if p]; "
-           "from hlogen.conformance import worker; worker.main()")
+_WORKER = native.CHILD_PATH + "from hlogen.conformance import worker; worker.main()"
 
 
 def _environment() -> dict:
