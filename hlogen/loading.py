@@ -22,7 +22,7 @@ from jaxlib.mlir._mlir_libs import _stablehlo
 
 from hlogen import exports, hlo, mlir, native, preflight
 from hlogen.computation import Computation, given_names, is_public, main_of, set_names
-from hlogen.errors import InputError
+from hlogen.errors import ExecutionError, InputError
 
 
 def load(source, *, isolated: bool = False) -> Computation:
@@ -198,6 +198,10 @@ def _check_bytecode_in_child(data: bytes, where: str) -> None:
     if child.returncode < 0:
         raise InputError(f"{where}: cannot read this bytecode: MLIR's reader ended the process "
                          f"on it ({signal.Signals(-child.returncode).name}); the file is corrupt")
+    if child.returncode != 0:  # the child could not check (it reads every error itself)
+        said = child.stderr.decode("utf-8", errors="replace").strip()
+        raise ExecutionError(f"{where}: the check of this bytecode in a child process failed "
+                             f"to run: {said[-2000:]}")
 
 
 def _parse_error(error: ir.MLIRError, where: str) -> str:

@@ -511,6 +511,17 @@ def test_errors_name_the_file(tmp_path):
         hg.load(path)
 
 
+def test_a_bytecode_check_that_cannot_run_is_an_error(monkeypatch):
+    # the check reports by its child's exit: a child that fails before checking anything
+    # (here made to) must not pass the bytes on as checked
+    from hlogen import native
+    monkeypatch.setattr(native, "_PRELUDE", native._PRELUDE + "raise SystemExit('no check')\n")
+    b = hg.Builder("bc")
+    data = b.build(ops.abs(b.parameter(hg.f32[2], "x"))).to_bytecode()
+    with pytest.raises(hg.ExecutionError, match="failed to run: no check"):
+        hg.load(data)
+
+
 def test_bad_bytecode_prints_nothing_but_the_error(capfd):
     b = hg.Builder("bc")
     data = b.build(ops.abs(b.parameter(hg.f32[2], "x"))).to_bytecode()
