@@ -19,7 +19,6 @@ import traceback
 
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import func
-from jaxlib.mlir._mlir_libs import _jax_mlir_ext
 
 from hlogen import mlir
 from hlogen import types as T
@@ -77,6 +76,8 @@ def install_operators(binary: dict, comparisons: dict, unary: dict) -> None:
 class Builder:
     """Builds one computation: `parameter`, `constant`, ops from `hlogen.ops`, `build`."""
 
+    _location = None  # where ops are emitted: None for the user's line (InsertingBuilder: the op's)
+
     def __init__(self, name: str = "main"):
         if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z_][\w.$-]*", name):
             raise HlogenError(f"Builder name must be an identifier, got {name!r}")
@@ -94,6 +95,11 @@ class Builder:
 
     def __repr__(self) -> str:
         return f"Builder({self.name!r})"
+
+    @property
+    def insertion_point(self) -> ir.InsertionPoint:
+        """Where the next op goes (for MLIR code that emits beside the builder's ops)."""
+        return self._ip
 
     # -- parameters and constants -------------------------------------------------
 
@@ -142,7 +148,7 @@ class Builder:
             self._check_open(name)
         operation = ir.Operation.create(name, results=result_types, operands=operand_values,
                                         attributes=attributes, regions=len(regions),
-                                        loc=mlir.user_location(), ip=self._ip)
+                                        loc=self._location or mlir.user_location(), ip=self._ip)
         if regions:  # reading operation.regions costs, on the hot path of emission
             for region, traced in zip(operation.regions, regions):
                 traced.block.append_to(region)
@@ -248,13 +254,14 @@ class RegionBuilder(Builder):
 
 
 class InsertingBuilder(RegionBuilder):
-    """Emits before `operation` of an existing module: for rewrites that express an op
-    with others (hlogen.decompositions)."""
+    """Emits before `operation` of an existing module, at its location: for rewrites that
+    express an op with others (hlogen.rewrites)."""
 
     def __init__(self, module: ir.Module, operation: ir.Operation, description: str):  # noqa
         self.name, self.parent, self.description, self.module = "rewrite", None, description, module
         self._block = operation.block
         self._ip = ir.InsertionPoint(operation)
+        self._location = operation.location
         self._parameter_names = []
         self._built = False
 
@@ -390,20 +397,15 @@ def _inline(rb: RegionBuilder, op_name, what, computation, params, result_shapes
                   [p.shape for p in params], f"computation {name!r}")
     _check_results(op_name, what, computation.result_shapes, result_shapes, name)
     _copy_functions(rb.module, computation)
-    with rb._ip, mlir.user_location():
-        values = _jax_mlir_ext.inlined_func_call(computation._main, [p.value for p in params])
-    return list(values), list(computation.result_shapes)
-
-
-def _functions(operations) -> dict:
-    return {ir.StringAttr(op.attributes["sym_name"]).value: op for op in operations
-            if "sym_name" in op.attributes}
+    values = mlir.inline_call(computation.main, [p.value for p in params], rb._ip,
+                              mlir.user_location())
+    return values, list(computation.result_shapes)
 
 
 def _copy_functions(module: ir.Module, computation) -> None:
     """The functions other than main that `computation` calls, copied into `module`."""
-    present = _functions(module.body.operations)
-    for name, op in _functions(computation.module.body.operations).items():
+    present = mlir.functions(module)
+    for name, op in mlir.functions(computation.module).items():
         if name == "main":
             continue
         if name not in present:
@@ -417,8 +419,8 @@ def copy_function(module: ir.Module, computation) -> str:
     """A private copy of `computation`'s main in `module` (with the functions it calls),
     named after the computation; an identical copy already there is reused. Returns its name."""
     _copy_functions(module, computation)
-    present = _functions(module.body.operations)
-    clone = computation._main.clone(ip=False)
+    present = mlir.functions(module)
+    clone = computation.main.clone(ip=False)
     clone.attributes["sym_visibility"] = ir.StringAttr.get("private", context=mlir.context())
     base = re.sub(r"\W", "_", computation.name)
     for i in range(len(present) + 2):

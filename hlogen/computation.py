@@ -43,7 +43,7 @@ class Computation:
     def __init__(self, module: ir.Module, source: str | None = None):
         self.module = module
         self.source = source  # the file (or "<text>") it was loaded from; None when built
-        self._main = main_of(module, source)
+        self.main = main_of(module, source)  # the entry function (a func.func)
 
     @property
     def name(self) -> str:
@@ -62,11 +62,11 @@ class Computation:
     def parameter_names(self) -> list[str]:
         """Names given to `Builder.parameter` (or by the module's maker: jax's argument
         names, HLO's parameter names); `arg<i>` where a parameter has none."""
-        return [name or f"arg{i}" for i, name in enumerate(given_names(self._main))]
+        return [name or f"arg{i}" for i, name in enumerate(given_names(self.main))]
 
     @property
     def _function_type(self) -> ir.FunctionType:
-        return ir.FunctionType(ir.TypeAttr(self._main.attributes["function_type"]).value)
+        return mlir.function_type(self.main)
 
     @functools.cached_property
     def fingerprint(self) -> str:
@@ -173,9 +173,8 @@ def is_public(function: ir.Operation) -> bool:
 
 
 def main_of(module: ir.Module, source) -> ir.Operation:
-    for op in module.body.operations:
-        if op.operation.name == "func.func" and \
-                ir.StringAttr(op.attributes["sym_name"]).value == "main":
-            return op.operation
+    found = mlir.functions(module).get("main")
+    if found is not None:
+        return found
     raise InputError(f"{source or 'the module'}: the module has no function @main: hlogen runs "
                      f"the function named main")

@@ -1,7 +1,7 @@
 """The reference interpreter's rewrites: ops it lacks or gets wrong, written with ops it has.
 
-Each is an entry of hlogen.rewrites' table for the "interpret" backend; PJRT compiles
-the ops as they are, so the interpreter stays an independent oracle for them. Each
+Each is an entry of `RULES`, which the interpreter's declaration (hlogen.backends) lists;
+PJRT compiles the ops as they are, so the interpreter stays an independent oracle for them. Each
 rewrite is the op's definition (the StableHLO spec's formula, or what XLA computes
 where the spec leaves it open), emitted with hlogen's own ops before the op it replaces.
 """
@@ -12,16 +12,15 @@ import re
 import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import func
-from jaxlib.mlir._mlir_libs import _jax_mlir_ext
 
 from hlogen import mlir, ops
 from hlogen import types as T
 from hlogen.builder import InsertingBuilder, Op
 from hlogen.errors import UnsupportedError
 from hlogen.mlir import enum_attribute, int_attribute, ints_attribute
-from hlogen.rewrites import register
+from hlogen.rewrites import rule
 
-INTERPRET = "interpret"
+RULES: list = []  # hlogen.rewrites entries, in the order they are tried
 
 
 def _result_type(op: ir.Operation) -> T.Shape:
@@ -49,8 +48,8 @@ def _region_callable(op: ir.Operation, index: int):
 
     def call(*args: Op) -> list[Op]:
         b = args[0].builder
-        with b._ip, op.location:
-            values = _jax_mlir_ext.inlined_func_call(function.operation, [a.value for a in args])
+        values = mlir.inline_call(function.operation, [a.value for a in args],
+                                  b.insertion_point, op.location)
         return [Op(b, v, mlir.shape_of_type(v.type)) for v in values]
     call.holder = holder  # keeps the function alive while the callable is
     return call
@@ -107,13 +106,13 @@ def _batch_norm(b: InsertingBuilder, op: ir.Operation, operands: list[Op]) -> li
 
 
 for _name in _BATCH_NORM:
-    register(INTERPRET, _name, "the interpreter has no implementation of it")(_batch_norm)
+    rule(RULES, _name, "the interpreter has no implementation of it")(_batch_norm)
 
 
 # -- select_and_scatter: the interpreter applies the init value twice where it scatters ------
 
-@register(INTERPRET, "stablehlo.select_and_scatter",
-          "the interpreter combines the init value twice into every selected element")
+@rule(RULES, "stablehlo.select_and_scatter",
+      "the interpreter combines the init value twice into every selected element")
 def _select_and_scatter(b: InsertingBuilder, op: ir.Operation, operands: list[Op]) -> list[Op]:
     """XLA's definition: in each window (padding never selected) the element `select`
     prefers to every later one, in row-major order, is picked; each source value is then
@@ -233,7 +232,7 @@ def _cholesky_lower(a: Op) -> tuple[Op, list[Op]]:
     return (ops.concatenate(columns, rank - 1) if n > 1 else columns[0]), roots
 
 
-@register(INTERPRET, "stablehlo.cholesky", "the interpreter has no implementation of it")
+@rule(RULES, "stablehlo.cholesky", "the interpreter has no implementation of it")
 def _cholesky(b: InsertingBuilder, op: ir.Operation, operands: list[Op]) -> list[Op]:
     """XLA's CholeskyExpander: the upper factor is the transpose of the lower factor of
     a's transpose. A matrix with a pivot whose square root is NaN (a not positive
@@ -280,7 +279,7 @@ def _solve(a: Op, rhs: Op, left_side: bool, lower: bool, unit: bool, kind: str) 
     return x if left_side else _minor_transpose(x)
 
 
-@register(INTERPRET, "stablehlo.triangular_solve", "the interpreter has no implementation of it")
+@rule(RULES, "stablehlo.triangular_solve", "the interpreter has no implementation of it")
 def _triangular_solve(b: InsertingBuilder, op: ir.Operation, operands: list[Op]) -> list[Op]:
     a, rhs = operands
 
@@ -304,9 +303,9 @@ def _interpreter_fft_fails(op: ir.Operation) -> bool:
         enum_attribute(op, "fft_type") == "IRFFT" and bool(lengths) and lengths[-1] % 2 == 1)
 
 
-@register(INTERPRET, "stablehlo.fft",
-          "the interpreter aborts on c64 (and f32) FFTs and computes odd-length IRFFTs wrongly",
-          _interpreter_fft_fails)
+@rule(RULES, "stablehlo.fft",
+      "the interpreter aborts on c64 (and f32) FFTs and computes odd-length IRFFTs wrongly",
+      _interpreter_fft_fails)
 def _fft(b: InsertingBuilder, op: ir.Operation, operands: list[Op]) -> list[Op]:
     """The FFT in double precision (c128, f64), converted back. The real transforms' last
     dimension is a DFT of real matrices (two dot_generals): half the interpreter's work for
@@ -367,12 +366,12 @@ def _matrix(like: Op, values: np.ndarray) -> Op:
 
 # -- ops XLA CPU runs that the interpreter lacks (older forms of others) --------------------
 
-@register(INTERPRET, "stablehlo.broadcast", "the interpreter has no implementation of it")
+@rule(RULES, "stablehlo.broadcast", "the interpreter has no implementation of it")
 def _broadcast(b: InsertingBuilder, op: ir.Operation, operands: list[Op]) -> list[Op]:
     return [ops.broadcast(operands[0], ints_attribute(op, "broadcast_sizes"))]
 
 
-@register(INTERPRET, "stablehlo.dot", "the interpreter has no implementation of it")
+@rule(RULES, "stablehlo.dot", "the interpreter has no implementation of it")
 def _dot(b: InsertingBuilder, op: ir.Operation, operands: list[Op]) -> list[Op]:
     lhs, rhs = operands  # rank 1 or 2: the lhs's last dimension with the rhs's first
     return [ops.dot_general(lhs, rhs, {"lhs_contracting_dimensions": (lhs.shape.rank - 1,),
@@ -380,18 +379,19 @@ def _dot(b: InsertingBuilder, op: ir.Operation, operands: list[Op]) -> list[Op]:
                             preferred_element_type=_result_type(op).element_type)]
 
 
-@register(INTERPRET, "stablehlo.create_token", "the interpreter has no implementation of it")
+@rule(RULES, "stablehlo.create_token", "the interpreter has no implementation of it")
 def _create_token(b: InsertingBuilder, op: ir.Operation, operands: list[Op]) -> list[Op]:
     return [ops.create_token(b)]
 
 
-@register(INTERPRET, "stablehlo.cross-replica-sum", "the interpreter has no implementation of it")
+@rule(RULES, "stablehlo.cross-replica-sum", "the interpreter has no implementation of it")
 def _cross_replica_sum(b: InsertingBuilder, op: ir.Operation, operands: list[Op]) -> list[Op]:
     groups = np.array(ir.DenseIntElementsAttr(op.attributes["replica_groups"])).tolist()
-    return [ops.all_reduce(operands[0], ops.add, replica_groups=groups or None)]
+    return [ops.all_reduce(operands[0], ops.add,
+                           replica_groups=groups or [list(range(b.num_replicas))])]
 
 
-@register(INTERPRET, "stablehlo.torch_index_select", "the interpreter has no implementation of it")
+@rule(RULES, "stablehlo.torch_index_select", "the interpreter has no implementation of it")
 def _torch_index_select(b: InsertingBuilder, op: ir.Operation, operands: list[Op]) -> list[Op]:
     """result = operand[..., index, ...] along `dim`, the first batch_dims dimensions of
     operand and index paired: operand.shape[:dim] + index.shape[batch_dims:] +
@@ -418,8 +418,8 @@ def _einsum_terms(op: ir.Operation) -> list[str] | None:
     return [lhs, rhs, out] if set(out) <= set(lhs) | set(rhs) else None
 
 
-@register(INTERPRET, "stablehlo.einsum", "the interpreter has no implementation of it",
-          lambda op: _einsum_terms(op) is not None)
+@rule(RULES, "stablehlo.einsum", "the interpreter has no implementation of it",
+      lambda op: _einsum_terms(op) is not None)
 def _einsum(b: InsertingBuilder, op: ir.Operation, operands: list[Op]) -> list[Op]:
     """A dot_general: labels in both operands are batch dimensions (in the output) or
     contracted (not); labels of one operand only that the output lacks are summed first."""
@@ -456,12 +456,10 @@ def _einsum(b: InsertingBuilder, op: ir.Operation, operands: list[Op]) -> list[O
 _LAPACK = re.compile(r"lapack_[sdcz](potrf|trsm|getrf)_ffi")
 
 
-def _target(op: ir.Operation) -> str:
-    return ir.StringAttr(op.attributes["call_target_name"]).value
 
 
 def _lapack_routine(op: ir.Operation) -> str | None:
-    m = _LAPACK.fullmatch(_target(op))
+    m = _LAPACK.fullmatch(mlir.call_target(op))
     # several results, as jax emits them; a call whose results are one tuple (HLO's form,
     # which hlogen.hlo turns into this one where it can) is left to the preflight
     tuples = any(isinstance(r.type, ir.TupleType) for r in op.results)
@@ -475,7 +473,7 @@ def _lapack_flag(op: ir.Operation, name: str) -> str:
         if key in op.attributes and isinstance(op.attributes[key], ir.DictAttr) \
                 and name in op.attributes[key]:
             return chr(ir.IntegerAttr(op.attributes[key][name]).value)
-    raise UnsupportedError(f"{_target(op)}: the reference interpreter runs it rewritten, which "
+    raise UnsupportedError(f"{mlir.call_target(op)}: the reference interpreter runs it rewritten, which "
                            f"needs its attribute {name!r} (in mhlo.backend_config or "
                            f"backend_config); this call has none")
 
@@ -566,11 +564,11 @@ def _getrf(op: ir.Operation, a: Op) -> list[Op]:
 _ROUTINES = {"potrf": _potrf, "trsm": _trsm, "getrf": _getrf}
 
 
-@register(INTERPRET, "stablehlo.custom_call",
-          "custom calls run native code; jaxlib's LAPACK Cholesky, triangular solve and LU "
-          "have formulations here", _lapack_routine)
+@rule(RULES, "stablehlo.custom_call",
+      "custom calls run native code; jaxlib's LAPACK Cholesky, triangular solve and LU "
+      "have formulations here", _lapack_routine)
 def _lapack(b: InsertingBuilder, op: ir.Operation, operands: list[Op]) -> list[Op]:
     return _ROUTINES[_lapack_routine(op)](op, *operands)
 
 
-__all__: list[str] = []  # entries of hlogen.rewrites.TABLE, registered on import
+__all__ = ["RULES"]

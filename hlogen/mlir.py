@@ -179,6 +179,70 @@ def op_names(module: ir.Module) -> list[str]:
     return [op.name for op in walk(module)]
 
 
+# -- the structure of a module -------------------------------------------------------------
+
+def symbol_name(op) -> str:
+    """The symbol name of a function (or module): "main" of `func.func @main`."""
+    return ir.StringAttr(op.operation.attributes["sym_name"]).value
+
+
+def functions(module: ir.Module) -> dict:
+    """The func.func ops of `module` by name, in order."""
+    return {symbol_name(op): op.operation for op in module.body.operations
+            if op.operation.name == "func.func"}
+
+
+def function_type(function) -> ir.FunctionType:
+    return ir.FunctionType(ir.TypeAttr(function.attributes["function_type"]).value)
+
+
+def defining_op(value, name: str | None = None) -> ir.Operation | None:
+    """The op that makes `value` (only if it is a `name` op, when given); None for an
+    argument of a block."""
+    owner = value.owner
+    if isinstance(owner, ir.Block) or owner is None:
+        return None
+    owner = owner.operation if hasattr(owner, "operation") else owner
+    return owner if name is None or owner.name == name else None
+
+
+def call_target(op) -> str | None:
+    """The target a stablehlo.custom_call calls; None for any other op."""
+    if op.name != "stablehlo.custom_call":
+        return None
+    return ir.StringAttr(op.attributes["call_target_name"]).value
+
+
+def inline_call(callee, operands: list, ip: ir.InsertionPoint, loc: ir.Location) -> list:
+    """The results of `callee` (a func.func) on `operands`, its body inlined at `ip`
+    (jax's inliner: MLIR's `inline` pass does nothing for func here)."""
+    with ip, loc:
+        return list(_jax_mlir_ext.inlined_func_call(callee, list(operands)))
+
+
+def parse_attribute(text, where: str) -> ir.Attribute:
+    """An attribute from its text, behind check_text (MLIR's parser recurses once per
+    bracket); InputError naming `where` when it does not parse."""
+    data = text.encode() if isinstance(text, str) else bytes(text)
+    try:
+        source = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError(f"{where}: {text!r} is not UTF-8 text") from None
+    check_text(data, where)
+    try:
+        return ir.Attribute.parse(source, context=context())
+    except (ir.MLIRError, ValueError) as e:
+        detail = diagnostics(e) if isinstance(e, ir.MLIRError) else str(e)
+        raise InputError(f"{where}: {text!r} is not an MLIR attribute: {detail}") from None
+
+
+# Element types numpy reads from MLIR attributes as they are: the interpreter's results
+# and constants of other types are converted inside the module or decoded from their text
+# (reading a complex attribute from Python can end the process).
+ATTRIBUTE_READABLE = frozenset({"pred", "s8", "s16", "s32", "s64", "u8", "u16", "u32", "u64",
+                                "f16", "f32", "f64"})
+
+
 # -- attributes of parsed ops -------------------------------------------------------------
 
 def int_attribute(op: ir.Operation, name: str) -> int:

@@ -5,13 +5,13 @@
 - `canonicalize`: MLIR's canonicalizer and common-subexpression elimination;
 - `default`: both; its output holds only StableHLO and func ops;
 - `xla-semantics`: hlogen's rewrites, which give ops whose result StableHLO leaves
-  open XLA's definition (hlogen.semantics); every execution path applies them.
+  open XLA's definition (hlogen.rewrites.XLA_SEMANTICS); every backend applies them.
 A comma-separated list of names runs them in order; a string that starts with
 `builtin.module(` is an MLIR pass pipeline run as it is.
 """
 from __future__ import annotations
 
-from hlogen import mlir, semantics
+from hlogen import mlir, rewrites
 from hlogen.computation import Computation
 from hlogen.errors import HlogenError
 
@@ -22,9 +22,9 @@ PIPELINES = {
 PIPELINES["default"] = f"{PIPELINES['legalize']},{PIPELINES['canonicalize']}"
 
 
-# Named steps that are not MLIR passes: hlogen's rewrites (hlogen.semantics), which
-# every execution path applies after `legalize`; named here so that they can be shown.
-REWRITES = {"xla-semantics": semantics.rewrite_module}
+# Named steps that are not MLIR passes: hlogen's rewrites (hlogen.rewrites), which
+# every backend applies after `legalize`; named here so that they can be shown.
+REWRITES = {"xla-semantics": lambda module: rewrites.rewrite_module(module, rewrites.XLA_SEMANTICS)}
 
 
 def steps(pipeline: str) -> list:

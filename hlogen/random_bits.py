@@ -17,7 +17,9 @@ from hlogen import mlir, ops
 from hlogen import types as T
 from hlogen.builder import InsertingBuilder, Op
 from hlogen.mlir import enum_attribute
-from hlogen.rewrites import register
+from hlogen.rewrites import rule
+
+RULES: list = []  # hlogen.rewrites entries: the interpreter's declaration lists them
 
 _U32, _U64 = T.u32, T.u64
 _MASK32 = 0xFFFFFFFF
@@ -152,9 +154,9 @@ def _unsigned_of_bits(op: ir.Operation) -> T.ElementType | None:
     return T.UNSIGNED_OF_WIDTH.get(mlir.shape_of_type(op.results[1].type).element_type.bits)
 
 
-@register("interpret", "stablehlo.rng_bit_generator",
-          "the interpreter has no implementation of it (the spec leaves the bits to the "
-          "implementation: XLA CPU's are the definition)", _unsigned_of_bits)
+@rule(RULES, "stablehlo.rng_bit_generator",
+      "the interpreter has no implementation of it (the spec leaves the bits to the "
+      "implementation: XLA CPU's are the definition)", _unsigned_of_bits)
 def _rng_bit_generator(b: InsertingBuilder, op: ir.Operation, operands: list[Op]) -> list[Op]:
     (state,) = operands
     data = mlir.shape_of_type(op.results[1].type)
@@ -181,4 +183,4 @@ def _rng_bit_generator(b: InsertingBuilder, op: ir.Operation, operands: list[Op]
     return [new_state, values]
 
 
-__all__: list[str] = []
+__all__ = ["RULES"]

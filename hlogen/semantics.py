@@ -1,10 +1,10 @@
 """XLA's definitions where StableHLO leaves a result to the implementation, as emission.
 
-Each function here emits the ops that compute XLA's result, through an emitter:
-any object with `emit(name, result_types, operand_values, attributes) -> ir.Operation`.
-The builder is one (ops call these functions when they emit), and `rewrite_module`
-uses another that inserts before an op of a loaded module, so built and loaded
-modules get the same semantics from the same code:
+Each function here emits the ops that compute XLA's result, through a builder's
+`emit(name, result_types, operand_values, attributes) -> ir.Operation`: the ops call
+them when they emit, and hlogen.rewrites' XLA_SEMANTICS entries call them before an op
+of a loaded module, so built and loaded modules get the same semantics from the same
+code:
 - integer Div/Rem: x/0 = -1 (all ones unsigned), x%0 = x, INT_MIN/-1 = INT_MIN,
   INT_MIN%-1 = 0 (the interpreter and XLA's constant folder die with SIGFPE otherwise);
 - TotalOrder comparisons of floats, compared as integers like XLA's comparison
@@ -14,9 +14,9 @@ modules get the same semantics from the same code:
   to integers through f32, as XLA computes them (XLA CPU's own f4 conversion makes 6.0
   INT_MAX; the interpreter rounds f8e3m4 to NaN); loaded modules get the rounding and
   the conversion (their transcendental functions stay as XLA CPU computes them anyway);
-- empty replica groups mean every replica, one group (`explicit_replica_groups`: XLA
-  CPU dies with SIGFPE on an AllToAll without groups, the interpreter aborts on any
-  collective without them).
+- empty replica groups mean every replica, one group (in hlogen.rewrites: XLA CPU dies
+  with SIGFPE on an AllToAll without groups, the interpreter aborts on any collective
+  without them).
 """
 from __future__ import annotations
 
@@ -171,172 +171,8 @@ def _i32(value: int) -> ir.Attribute:
     return ir.IntegerAttr.get(ir.IntegerType.get_signless(32, context=mlir.context()), value)
 
 
-# -- the rewrite of loaded modules ----------------------------------------------------
-
-class _Before:
-    """Emits right before `op`, at its location."""
-
-    def __init__(self, op: ir.Operation):
-        self._ip = ir.InsertionPoint(op)
-        self._loc = op.location
-
-    def emit(self, name, result_types, operand_values, attributes=None) -> ir.Operation:
-        return ir.Operation.create(name, results=result_types, operands=operand_values,
-                                   attributes=attributes, loc=self._loc, ip=self._ip)
-
-
-def rewrite_module(module: ir.Module) -> int:
-    """Gives every op of `module` whose result StableHLO leaves open XLA's result, in
-    place, with the functions above; ops already in that form are left alone.
-    Returns how many ops were rewritten."""
-    todo = [op for op in mlir.walk(module) if op.name in _REWRITES]
-    count = 0
-    for op in todo:
-        replacement = _REWRITES[op.name](op)
-        if replacement is not None:
-            op.result.replace_all_uses_with(replacement)
-            op.erase()
-            count += 1
-    return count
-
-
-def _shape(value) -> T.Shape | None:
-    try:
-        shape = mlir.shape_of_type(value.type)
-    except Exception:
-        return None
-    return shape if isinstance(shape, T.Shape) else None
-
-
-def _rewrite_division(op):
-    shape = _shape(op.result)
-    if shape is None or not shape.element_type.is_integer:
-        return None
-    lhs, rhs = op.operands
-    if _divisor_is_safe(shape, lhs, rhs):
-        return None
-    return integer_division(_Before(op), op.name, shape, lhs, rhs)
-
-
-def _rewrite_compare(op):
-    if "compare_type" not in op.attributes or \
-            mlir.enum_attribute(op, "compare_type") != "TOTALORDER":
-        return None
-    shape = _shape(op.operands[0])
-    if shape is None or shape.element_type.kind != T.FLOAT:
-        return None
-    direction = mlir.enum_attribute(op, "comparison_direction")
-    return total_order_compare(_Before(op), direction, shape, *op.operands)
-
-
-def _rewrite_reduce_precision(op):
-    shape = _shape(op.result)
-    mantissa = ir.IntegerAttr(op.attributes["mantissa_bits"]).value
-    if shape is None or mantissa or _nan_is_kept(op):
-        return None
-    exponent = ir.IntegerAttr(op.attributes["exponent_bits"]).value
-    return reduce_precision(_Before(op), shape, op.operands[0], exponent, mantissa)
-
-
-def _rewrite_convert(op):
-    source, shape = _shape(op.operands[0]), _shape(op.result)
-    if source is None or shape is None or not source.element_type.is_narrow_float or \
-            not shape.element_type.is_integer:
-        return None
-    return convert(_Before(op), shape, op.operands[0], source.element_type)
-
-
-def _rewrite_in_f32(op):
-    shape = _shape(op.result)
-    if shape is None or not shape.element_type.is_narrow_float:
-        return None
-    return in_f32(_Before(op), op.name, shape, op.operands)
-
-
 # Narrow floats' rounding to integers, computed in f32 (exact there) in loaded modules
 # too: the interpreter returns NaN for f8e3m4's (hlogen.ops.elementwise emits the
 # transcendental functions so as well, as XLA CPU computes them).
 ROUNDING_IN_F32 = ("stablehlo.ceil", "stablehlo.floor", "stablehlo.round_nearest_afz",
                    "stablehlo.round_nearest_even")
-
-_REWRITES = {"stablehlo.divide": _rewrite_division, "stablehlo.remainder": _rewrite_division,
-             "stablehlo.compare": _rewrite_compare,
-             "stablehlo.reduce_precision": _rewrite_reduce_precision,
-             "stablehlo.convert": _rewrite_convert,
-             **{name: _rewrite_in_f32 for name in ROUNDING_IN_F32}}
-
-
-# -- recognizing what the functions above emitted (so a second rewrite changes nothing)
-
-def _defining(value, name):
-    owner = value.owner
-    if isinstance(owner, ir.Block) or owner is None:
-        return None
-    owner = owner.operation if hasattr(owner, "operation") else owner
-    return owner if owner.name == name else None
-
-
-def _splat(value):
-    """The value of a splat constant, or None."""
-    const = _defining(value, "stablehlo.constant")
-    if const is None:
-        return None
-    attr = ir.DenseElementsAttr(const.attributes["value"])
-    if not attr.is_splat:
-        return None
-    try:
-        return np.array(attr).reshape(-1)[0].item()
-    except Exception:
-        return None
-
-
-def _is_compare(value, direction, lhs, constant):
-    op = _defining(value, "stablehlo.compare")
-    return (op is not None and mlir.enum_attribute(op, "comparison_direction") == direction
-            and op.operands[0] == lhs and _splat(op.operands[1]) == constant)
-
-
-def _divisor_is_safe(shape, lhs, rhs) -> bool:
-    """True when `rhs` is select(guard, 1, r) with the guard integer_division emits."""
-    select = _defining(rhs, "stablehlo.select")
-    if select is None or _splat(select.operands[1]) != 1:
-        return False
-    guard, divisor = select.operands[0], select.operands[2]
-    if shape.element_type.kind != T.SIGNED:
-        return _is_compare(guard, "EQ", divisor, 0)
-    either = _defining(guard, "stablehlo.or")
-    if either is None or not _is_compare(either.operands[0], "EQ", divisor, 0):
-        return False
-    both = _defining(either.operands[1], "stablehlo.and")
-    int_min = int(ml_dtypes.iinfo(shape.dtype).min)
-    return (both is not None and _is_compare(both.operands[0], "EQ", lhs, int_min)
-            and _is_compare(both.operands[1], "EQ", divisor, -1))
-
-
-def _nan_is_kept(op) -> bool:
-    """True when every use of `op` is select(x != x, x, op) as reduce_precision emits."""
-    x = op.operands[0]
-    uses = list(op.result.uses)
-    for use in uses:
-        select = use.owner
-        if select.name != "stablehlo.select" or use.operand_number != 2 or select.operands[1] != x:
-            return False
-        test = _defining(select.operands[0], "stablehlo.compare")
-        if test is None or list(test.operands) != [x, x] or \
-                not str(test.attributes["comparison_direction"]).endswith(" NE>"):
-            return False
-    return bool(uses)
-
-
-def explicit_replica_groups(module: ir.Module, num_replicas: int) -> None:
-    """Empty replica_groups of collectives become [[0, 1, ..., num_replicas - 1]]."""
-    every = None
-    for op in mlir.walk(module):
-        if "replica_groups" in op.attributes:
-            groups = ir.DenseIntElementsAttr(op.attributes["replica_groups"])
-            if groups.type.shape[0] == 0:
-                if every is None:
-                    every = ir.DenseIntElementsAttr.get(
-                        np.arange(num_replicas, dtype=np.int64).reshape(1, num_replicas),
-                        context=mlir.context())
-                op.attributes["replica_groups"] = every

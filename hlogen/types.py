@@ -30,10 +30,8 @@ class ElementType:
     bits: int          # storage width of one element
     mlir: str          # the MLIR element type, as MLIR prints it
     dtype: np.dtype    # the numpy / ml_dtypes dtype of host arrays
-    # backend ("pjrt", "interpret") -> why it cannot run values of this type: it
-    # ends the process, fails to compile, or computes wrong values (checked on jaxlib
-    # 0.10.2); hlogen.preflight refuses such modules before native code sees them
-    limits: dict = dataclasses.field(default_factory=dict)
+    # (which backend cannot run values of which type is each backend's declaration:
+    # hlogen.backends' `refuses_types`)
 
     def __getitem__(self, dims) -> "Shape":
         if dims == ():
@@ -80,20 +78,11 @@ class ElementType:
         return _COMPLEX_COMPONENT.get(self.name, self)
 
 
-def _et(name, kind, bits, mlir, dtype, **limits):
-    return ElementType(name, kind, bits, mlir, np.dtype(dtype), limits)
+def _et(name, kind, bits, mlir, dtype):
+    return ElementType(name, kind, bits, mlir, np.dtype(dtype))
 
 
-# What the backends get wrong for some narrow types (each seen on this jaxlib, with
-# every value of the type through the element-wise ops, conversions and bitcasts).
-_NO_F6_ON_XLA = ("XLA CPU has no f6 types: it fails to compile them, and ends the "
-                 "process on an f6 constant")
-_INTERPRETER_MAX_TO_ZERO = ("the reference interpreter rounds results equal to the largest "
-                            "finite value (±{}) to 0")
-
-
-# The one table of element types: XLA name, kind, bits, MLIR type, numpy dtype, and what
-# a backend cannot run (limits, by keyword).
+# The one table of element types: XLA name, kind, bits, MLIR type, numpy dtype.
 ELEMENT_TYPES: dict[str, ElementType] = {t.name: t for t in [
     _et("pred", PRED, 1, "i1", np.bool_),
     _et("s2", SIGNED, 2, "i2", ml_dtypes.int2),
@@ -108,12 +97,9 @@ ELEMENT_TYPES: dict[str, ElementType] = {t.name: t for t in [
     _et("u16", UNSIGNED, 16, "ui16", np.uint16),
     _et("u32", UNSIGNED, 32, "ui32", np.uint32),
     _et("u64", UNSIGNED, 64, "ui64", np.uint64),
-    _et("f4e2m1fn", FLOAT, 4, "f4E2M1FN", ml_dtypes.float4_e2m1fn,
-        interpret=_INTERPRETER_MAX_TO_ZERO.format(6)),
-    _et("f6e2m3fn", FLOAT, 6, "f6E2M3FN", ml_dtypes.float6_e2m3fn, pjrt=_NO_F6_ON_XLA,
-        interpret=_INTERPRETER_MAX_TO_ZERO.format(7.5)),
-    _et("f6e3m2fn", FLOAT, 6, "f6E3M2FN", ml_dtypes.float6_e3m2fn, pjrt=_NO_F6_ON_XLA,
-        interpret=_INTERPRETER_MAX_TO_ZERO.format(28)),
+    _et("f4e2m1fn", FLOAT, 4, "f4E2M1FN", ml_dtypes.float4_e2m1fn),
+    _et("f6e2m3fn", FLOAT, 6, "f6E2M3FN", ml_dtypes.float6_e2m3fn),
+    _et("f6e3m2fn", FLOAT, 6, "f6E3M2FN", ml_dtypes.float6_e3m2fn),
     _et("f8e3m4", FLOAT, 8, "f8E3M4", ml_dtypes.float8_e3m4),
     _et("f8e4m3", FLOAT, 8, "f8E4M3", ml_dtypes.float8_e4m3),
     _et("f8e4m3fn", FLOAT, 8, "f8E4M3FN", ml_dtypes.float8_e4m3fn),
@@ -121,9 +107,7 @@ ELEMENT_TYPES: dict[str, ElementType] = {t.name: t for t in [
     _et("f8e4m3b11fnuz", FLOAT, 8, "f8E4M3B11FNUZ", ml_dtypes.float8_e4m3b11fnuz),
     _et("f8e5m2", FLOAT, 8, "f8E5M2", ml_dtypes.float8_e5m2),
     _et("f8e5m2fnuz", FLOAT, 8, "f8E5M2FNUZ", ml_dtypes.float8_e5m2fnuz),
-    _et("f8e8m0fnu", FLOAT, 8, "f8E8M0FNU", ml_dtypes.float8_e8m0fnu,
-        interpret="the reference interpreter converts its NaN to Inf and returns numbers "
-                  "where the type has none (negative values, zero) instead of NaN"),
+    _et("f8e8m0fnu", FLOAT, 8, "f8E8M0FNU", ml_dtypes.float8_e8m0fnu),
     _et("f16", FLOAT, 16, "f16", np.float16),
     _et("bf16", FLOAT, 16, "bf16", ml_dtypes.bfloat16),
     _et("f32", FLOAT, 32, "f32", np.float32),

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import hlogen as hg
-from hlogen import ops, rewrites
+from hlogen import backends, ops
 from hlogen.runtime.execution import prepare
 from tests import spec_reference_computations as ref_computations
 from tests import spec_reference_linalg as ref
@@ -51,16 +51,16 @@ def _close(got, want, err_msg=""):
                                 "stablehlo.rng_bit_generator", "stablehlo.select_and_scatter",
                                 "stablehlo.batch_norm_training", "stablehlo.fft"])
 def test_rewrites_are_the_interpreters_only(op):
-    assert rewrites.TABLE[("interpret", op)]
-    assert not any(backend == "pjrt" and name == op for backend, name in rewrites.TABLE)
+    assert any(r.op == op for r in backends.INTERPRET.rewrites)
+    assert not any(r.op == op for b in (backends.CPU, backends.GPU) for r in b.rewrites)
 
 
 def test_interpreter_module_has_the_rewritten_ops_pjrt_keeps_them():
     comp = _comp(lambda a, b: ops.triangular_solve(ops.cholesky(a), b, True, True, False,
                                                    "NO_TRANSPOSE"),
                  np.eye(3, dtype=np.float32), np.ones((3, 1), np.float32))
-    interpreted = hg.mlir.op_names(prepare(comp, for_interpreter=True).computation.module)
-    compiled = hg.mlir.op_names(prepare(comp, for_interpreter=False).computation.module)
+    interpreted = hg.mlir.op_names(prepare(comp, backends.INTERPRET).computation.module)
+    compiled = hg.mlir.op_names(prepare(comp, backends.CPU).computation.module)
     for name in ("stablehlo.cholesky", "stablehlo.triangular_solve"):
         assert name not in interpreted and name in compiled
 
@@ -68,7 +68,7 @@ def test_interpreter_module_has_the_rewritten_ops_pjrt_keeps_them():
 def test_fft_is_rewritten_only_where_the_interpreter_fails():
     def names(x, kind, length):
         comp = _comp(lambda p: ops.fft(p, kind, length), x)
-        return hg.mlir.op_names(prepare(comp, for_interpreter=True).computation.module)
+        return hg.mlir.op_names(prepare(comp, backends.INTERPRET).computation.module)
 
     c128 = np.zeros((2, 4), np.complex128)
     assert "stablehlo.convert" not in names(c128, "FFT", [4])  # as it is

@@ -54,7 +54,7 @@ from jaxlib.mlir.dialects import stablehlo
 
 from hlogen import mlir
 from hlogen import types as T
-from hlogen.conformance.module import Case, constant_of, defining_op
+from hlogen.conformance.module import Case, constant_of
 from hlogen.mlir import enum_attribute, ints_attribute
 
 
@@ -106,9 +106,9 @@ def _producer(case: Case, k: int):
     """(the op computing check `k`'s actual value, that value, main's block), or None."""
     if case.computation is None or case.replicated is not None:
         return None
-    block = case.computation._main.regions[0].blocks[0]
+    block = case.computation.main.regions[0].blocks[0]
     value = list(block.operations)[-1].operation.operands[k]
-    op = defining_op(value)
+    op = mlir.defining_op(value)
     return None if op is None else (op, value, block)
 
 

@@ -6,6 +6,7 @@ import os
 import time
 
 from hlogen import types as T
+from hlogen.backends import compiles
 from hlogen.conformance import files, known, pool
 from hlogen.conformance.sample import element_types_in, ops_in
 from hlogen.errors import ExecutionError, InputError
@@ -54,7 +55,7 @@ def tasks_for(paths, backends: list) -> tuple[list, dict]:
 def run(paths, backends, jobs: int | None = None, timeout: float = 120.0, known_lists=(),
         use_default_known: bool = True, on_record=None, explain: bool = False,
         batch: int = 8) -> Run:
-    """Runs every module of `paths` on each of `backends` ("interpret", "cpu", "gpu");
+    """Runs every module of `paths` on each of `backends` (names hlogen.backends declares);
     PJRT modules are compiled `batch` at a time (see runner.run_batch)."""
     jobs = jobs or os.cpu_count() or 1
     entries = known.load(known.DEFAULT) if use_default_known else []
@@ -63,7 +64,7 @@ def run(paths, backends, jobs: int | None = None, timeout: float = 120.0, known_
     tasks, plans = tasks_for(paths, list(backends))
     if explain:
         for t in tasks:
-            t["explain"] = t["backend"] != "interpret"
+            t["explain"] = compiles(t["backend"])
     records: list = []
     start = time.perf_counter()
 

@@ -13,7 +13,7 @@ import numpy as np
 from jaxlib.mlir import ir
 
 import hlogen as hg
-from hlogen import mlir, passes, preflight
+from hlogen import backends, mlir, passes, preflight
 from hlogen import types as T
 from hlogen.computation import Computation
 from hlogen.conformance import judge
@@ -49,7 +49,7 @@ class Divergence:
 
 
 def first_divergence(computation: Computation, inputs, backend: str = "cpu",
-                     reference: str = "interpret", max_ulp: int = 3,
+                     reference: str = backends.INTERPRET.name, max_ulp: int = 3,
                      atol: float = 0.0) -> Divergence | None:
     """The first op of `computation`'s main (in program order) whose values on `backend`
     and on `reference` differ by more than `max_ulp` units in the last place and more
@@ -108,10 +108,7 @@ def _shape(t) -> str:
 
 
 def _run(computation: Computation, inputs, backend: str) -> list:
-    if backend == "interpret":
-        out = hg.interpret(computation, *inputs)
-    else:
-        out = hg.compile(computation, backend=backend)(*inputs)
+    out = hg.compile(computation, backend=backend)(*inputs)
     return list(out) if isinstance(out, tuple) else [out]
 
 
@@ -119,7 +116,7 @@ def _with_probes(computation: Computation):
     """A legalized copy of `computation` whose main returns every top-level intermediate
     tensor (then its own results), and the probes: (op, result index, position)."""
     legal = passes.run(computation, "legalize")
-    main = legal._main
+    main = legal.main
     block = main.regions[0].blocks[0]
     probes, values = [], []
     for position, op in enumerate(block.operations):

@@ -20,7 +20,7 @@ import re
 
 import numpy as np
 from jaxlib.mlir import ir
-from jaxlib.mlir._mlir_libs import _jax_mlir_ext, _stablehlo
+from jaxlib.mlir._mlir_libs import _stablehlo
 
 from hlogen import mlir
 from hlogen import types as T
@@ -38,9 +38,6 @@ _STATIC_OPERANDS = {"stablehlo.dynamic_broadcast_in_dim", "stablehlo.dynamic_iot
                     "stablehlo.dynamic_pad", "stablehlo.dynamic_reshape",
                     "stablehlo.real_dynamic_slice", "stablehlo.dynamic_gather",
                     "stablehlo.dynamic_conv", "stablehlo.rng"}
-# Element types numpy reads from MLIR attributes as they are (the others are decoded
-# from the printed hex: reading a complex attribute from Python ends the process).
-_READABLE = {"pred", "s8", "s16", "s32", "s64", "u8", "u16", "u32", "u64", "f16", "f32", "f64"}
 
 
 @dataclasses.dataclass
@@ -116,7 +113,7 @@ def _rewrite(module, where, dialect_checks, quantized, lift_constants) -> Case:
     _inline_calls(module, main)
     found = _find_checks(main, dialect_checks, where)
     parallel = [op.operation for op in main.regions[0].blocks[0].operations
-                if _target(op.operation) == files.RUN_PARALLEL]
+                if mlir.call_target(op.operation) == files.RUN_PARALLEL]
     if parallel:
         return _replicated(module, main, parallel, found, where, ops, element_types)
     checks = _checks_to_results(main, found)
@@ -127,13 +124,12 @@ def _rewrite(module, where, dialect_checks, quantized, lift_constants) -> Case:
 
 def _entry(module: ir.Module, where: str) -> ir.Operation | None:
     """@main, or the one public function (renamed main); None when there is no function."""
-    functions = [op.operation for op in module.body.operations if op.operation.name == "func.func"]
+    functions = mlir.functions(module)
     if not functions:
         return None
-    names = [ir.StringAttr(f.attributes["sym_name"]).value for f in functions]
-    if "main" in names:
-        return functions[names.index("main")]
-    public = [f for f in functions if is_public(f)]
+    if "main" in functions:
+        return functions["main"]
+    public = [f for f in functions.values() if is_public(f)]
     if len(public) != 1:
         raise UnsupportedError(f"{where}: no @main and {len(public)} public functions: this "
                                f"runner runs one entry function per module (StableHLO's "
@@ -173,7 +169,7 @@ def _element_name(t) -> str | None:
 
 
 def _inline_calls(module: ir.Module, main: ir.Operation) -> None:
-    table = _functions(module)
+    table = mlir.functions(module)
     block = main.regions[0].blocks[0]
     for _ in range(64):  # callees may call functions in turn
         calls = [op.operation for op in block.operations if op.operation.name == "func.call"]
@@ -181,17 +177,11 @@ def _inline_calls(module: ir.Module, main: ir.Operation) -> None:
             return
         for call in calls:
             callee = table[ir.FlatSymbolRefAttr(call.attributes["callee"]).value]
-            with ir.InsertionPoint(call), call.location:
-                values = _jax_mlir_ext.inlined_func_call(callee, list(call.operands))
+            values = mlir.inline_call(callee, call.operands, ir.InsertionPoint(call),
+                                      call.location)
             for old, new in zip(call.results, values):
                 old.replace_all_uses_with(new)
             call.erase()
-
-
-def _target(op: ir.Operation) -> str | None:
-    if op.name != "stablehlo.custom_call":
-        return None
-    return ir.StringAttr(op.attributes["call_target_name"]).value
 
 
 def _find_checks(main: ir.Operation, dialect_checks: list, where: str) -> list:
@@ -199,7 +189,7 @@ def _find_checks(main: ir.Operation, dialect_checks: list, where: str) -> list:
     found = []
     for op in main.regions[0].blocks[0].operations:
         op = op.operation
-        target = _target(op)
+        target = mlir.call_target(op)
         if target is None or not target.startswith("check."):
             continue
         call = target[len("check."):]
@@ -265,7 +255,7 @@ def _replicated(module, main, parallel, found, where, ops, element_types) -> Cas
         raise UnsupportedError(f"{where}: {files.RUN_PARALLEL} runs different programs on its "
                                f"replicas ({', '.join('@' + n for n in names)}): hlogen runs one "
                                f"program on every replica")
-    program = _functions(module)[names[0]]
+    program = mlir.functions(module)[names[0]]
     n_in = len(program.regions[0].blocks[0].arguments)
     arguments = [_constant_value(v, where, "an operand of " + files.RUN_PARALLEL)
                  for v in call.operands]
@@ -273,7 +263,7 @@ def _replicated(module, main, parallel, found, where, ops, element_types) -> Cas
     actual, expected, checks = [], [], []
     for op, check in found:
         got = op.operands[0]
-        if defining_op(got) != call:
+        if mlir.defining_op(got) != call:
             raise UnsupportedError(f"{where}: a check of a value other than "
                                    f"{files.RUN_PARALLEL}'s results")
         actual.append(ir.OpResult(got).result_number)
@@ -289,17 +279,9 @@ def _replicated(module, main, parallel, found, where, ops, element_types) -> Cas
                 replicated=Replicated(len(grid), actual, expected))
 
 
-def defining_op(value) -> ir.Operation | None:
-    """The op that makes `value`; None for an argument of a block."""
-    owner = value.owner
-    if isinstance(owner, ir.Block):
-        return None
-    return owner.operation if hasattr(owner, "operation") else owner
-
-
 def constant_of(value) -> np.ndarray | None:
     """The array of a `stablehlo.constant` that makes `value` (decode_constant), or None."""
-    op = defining_op(value)
+    op = mlir.defining_op(value)
     return decode_constant(op) if op is not None and op.name == "stablehlo.constant" else None
 
 
@@ -308,11 +290,6 @@ def _constant_value(value, where: str, what: str) -> np.ndarray:
     if array is None:
         raise UnsupportedError(f"{where}: {what} is not a constant this runner can read")
     return array
-
-
-def _functions(module: ir.Module) -> dict:
-    return {ir.StringAttr(op.operation.attributes["sym_name"]).value: op.operation
-            for op in module.body.operations if op.operation.name == "func.func"}
 
 
 # Attributes that name functions. Only these are read: reading every attribute from
@@ -331,7 +308,7 @@ def _symbols(attr: ir.Attribute) -> list:
 
 def _drop_unused_functions(module: ir.Module, main: ir.Operation) -> None:
     """Erases the functions main does not refer to, directly or through others."""
-    functions = _functions(module)
+    functions = mlir.functions(module)
     used, todo = set(), [main]
     while todo:
         names = []
@@ -396,7 +373,7 @@ def decode_constant(op: ir.Operation) -> np.ndarray | None:
         return None
     et = shape.element_type
     dims = tuple(shape.dimensions)
-    if et.name in _READABLE:
+    if et.name in mlir.ATTRIBUTE_READABLE:  # the others: decoded from the printed hex
         array = np.array(op.attributes["value"])
         return np.broadcast_to(array, dims).astype(et.dtype) if array.shape != dims else array
     text = op.get_asm()

@@ -21,7 +21,7 @@ import tempfile
 import threading
 import time
 
-from hlogen import native
+from hlogen import backends, native
 
 _START_SECONDS = 120  # importing jax and starting XLA, on a loaded machine
 _WORKER = native.CHILD_PATH + "from hlogen.conformance import worker; worker.main()"
@@ -128,8 +128,8 @@ def run_tasks(tasks: list, jobs: int, timeout: float, on_result, batch: int = 1)
     `batch` at a time to one worker (compiled together); when a batch crashes or times
     out, its tasks are run again one by one, so that the record names the module."""
     todo: queue.Queue = queue.Queue()
-    pending = [t for t in tasks if t["backend"] == "interpret"]
-    pjrt = [t for t in tasks if t["backend"] != "interpret"]
+    pending = [t for t in tasks if not backends.compiles(t["backend"])]
+    pjrt = [t for t in tasks if backends.compiles(t["backend"])]
     for i in range(0, len(pjrt), max(batch, 1)):
         group = pjrt[i:i + max(batch, 1)]
         todo.put({"batch": group, "explain": any(t.get("explain") for t in group)}

@@ -16,7 +16,7 @@ import numpy as np
 from jaxlib.mlir._mlir_libs import _stablehlo
 
 import hlogen as hg
-from hlogen import builder, mlir
+from hlogen import backends, builder, mlir
 from hlogen import types as T
 from hlogen.conformance import files, judge
 from hlogen.conformance.bounds import BOUNDS, within
@@ -24,8 +24,6 @@ from hlogen.conformance.explain import first_divergence
 from hlogen.conformance.module import Case, load_case, load_quant_dialect
 from hlogen.loading import parse_module
 from hlogen.errors import HlogenError, InputError, UnsupportedError
-
-BACKENDS = ("interpret", "cpu", "gpu")
 
 
 def read_modules(path: str) -> tuple[files.Plan, list[files.Module]]:
@@ -47,8 +45,6 @@ def execute(case: Case, backend: str) -> list:
         exe = hg.compile(comp, backend=backend, num_replicas=replicated.count)
         outputs = [a for out in exe.run_replicated(case.arguments) for a in _flat(out)]
         return [outputs[i] for i in replicated.actual] + replicated.expected
-    if backend == "interpret":
-        return _flat(hg.interpret(comp, *case.arguments))
     return _flat(hg.compile(comp, backend=backend)(*case.arguments))
 
 
@@ -179,7 +175,7 @@ def _load(path: str, index: int, backend: str, record: dict) -> Case | None:
         return None
     # blank lines first, so that MLIR's locations are lines of the file
     case = load_case("\n" * (module.line - 1) + module.text, path,
-                     lift_constants=backend != "interpret")
+                     lift_constants=backends.compiles(backend))
     record.update(op=case.primary_op, ops=case.ops, types=case.element_types)
     return case
 

@@ -1,18 +1,19 @@
 """Execution: PJRT (pjrt.py), the reference interpreter (interpreter.py), host arrays."""
 from __future__ import annotations
 
+from hlogen import backends
+from hlogen.backends import Kind
 from hlogen.computation import Computation
 from hlogen.errors import HlogenError, UnsupportedError
 from hlogen.ops.collectives import MAX_REPLICAS
 from hlogen.runtime.interpreter import Interpreted
 from hlogen.runtime import readers  # noqa: F401 - fills hlogen.native (HLO, jax exports)
 
-BACKENDS = ("cpu", "gpu", "interpret")
-
 
 def compile(computation, backend=None, num_replicas=1, num_partitions=1):
-    """An executable of `computation`: PJRT on `backend` ("cpu", "gpu", None for the
-    default device), or the reference interpreter with backend="interpret".
+    """An executable of `computation` on `backend`: a name that hlogen.backends declares
+    ("cpu", "gpu", "interpret": the reference interpreter, ...), a Backend, or None for
+    jax's default device.
 
     The executable takes numpy arrays (one per parameter) and returns numpy arrays
     (a tuple for several results). Executables are cached by module, backend and
@@ -24,20 +25,19 @@ def compile(computation, backend=None, num_replicas=1, num_partitions=1):
     """
     if not isinstance(computation, Computation):
         raise HlogenError(f"compile takes a Computation, got {type(computation).__name__}")
-    if backend is not None and backend not in BACKENDS:
-        raise HlogenError(f"backend must be one of {', '.join(BACKENDS)} or None, got {backend!r}")
+    declared = None if backend is None else backends.get(backend)
     if type(num_replicas) is not int or not 1 <= num_replicas <= MAX_REPLICAS:
         raise HlogenError(f"num_replicas must be a positive int (at most {MAX_REPLICAS}), got "
                           f"{num_replicas!r}")
     if num_partitions != 1:
         raise UnsupportedError(f"num_partitions={num_partitions}: hlogen runs replicas, "
                                f"one partition each (SPMD partitioning is not supported)")
-    if backend == "interpret":
-        return Interpreted(computation, num_replicas)
+    if declared is not None and declared.kind is Kind.INTERPRETER:
+        return Interpreted(computation, declared, num_replicas)
     from hlogen.runtime import pjrt  # here, not at the top: it starts jax (start-up time)
-    return pjrt.compile(computation, backend, num_replicas=num_replicas)
+    return pjrt.compile(computation, declared, num_replicas=num_replicas)
 
 
 def interpret(computation, *arrays):
     """Runs `computation` on the StableHLO reference interpreter: numpy in, numpy out."""
-    return compile(computation, backend="interpret")(*arrays)
+    return compile(computation, backend=backends.INTERPRET)(*arrays)

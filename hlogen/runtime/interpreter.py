@@ -2,7 +2,7 @@
 
 The interpreter is slow (about a microsecond per element operation) but exact:
 it is the independent oracle PJRT results are compared with. The ops it lacks or gets
-wrong reach it rewritten (the "interpret" entries of hlogen.rewrites' table, applied
+wrong reach it rewritten (the entries its declaration in hlogen.backends lists, applied
 by hlogen.runtime.execution.prepare); what has no formulation is refused there.
 
 Collectives run only in the interpreter's parallel runner: a module that has them,
@@ -17,7 +17,6 @@ of its own (`_parallel`; results are the same by the spec's process groups).
 from __future__ import annotations
 
 import collections
-import os
 import time
 
 import numpy as np
@@ -25,9 +24,10 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 from jaxlib.mlir._mlir_libs import _stablehlo
 
-from hlogen import mlir, preflight
+from hlogen import mlir
+from hlogen.backends import Backend
 from hlogen.computation import Computation
-from hlogen.errors import ExecutionError, UnsupportedError
+from hlogen.errors import ExecutionError
 from hlogen.ops import collectives
 from hlogen.runtime.arrays import (check_signature, flatten_arguments, leaf_shapes, replica_lists,
                                    replicated_call_error, structure_results)
@@ -41,22 +41,22 @@ _REPLICA = "hlogen_replica"  # the user's main, renamed, in a parallel module
 class Interpreted:
     """The interpreter as an executable: same calling convention as a PJRT Executable."""
 
-    backend = "interpret"
     cache_outcome = "off"  # as a PJRT Executable's: no disk cache here
 
-    def __init__(self, computation: Computation, num_replicas: int = 1):
+    def __init__(self, computation: Computation, backend: Backend, num_replicas: int = 1):
         check_signature(computation)
         self.computation = computation
+        self.backend = backend.name
         self.num_replicas = num_replicas
         self.local_replicas = list(range(num_replicas))
         start = time.perf_counter()
-        self._prepared, self._module = _prepare_cached(computation, num_replicas)
+        self._prepared, self._module = _prepare_cached(computation, backend, num_replicas)
         self.compile_seconds = time.perf_counter() - start
         self._params = leaf_shapes(computation.parameter_shapes)
 
     def __repr__(self) -> str:
         replicas = f" x {self.num_replicas} replicas" if self.num_replicas > 1 else ""
-        return f"<Executable {self.computation.signature()} on interpret{replicas}>"
+        return f"<Executable {self.computation.signature()} on {self.backend}{replicas}>"
 
     def __call__(self, *args):
         if self.num_replicas > 1:
@@ -82,65 +82,20 @@ class Interpreted:
                 for r in range(self.num_replicas)]
 
 
-def _prepare_cached(computation: Computation, num_replicas: int) -> tuple[Prepared, ir.Module]:
+def _prepare_cached(computation: Computation, backend: Backend,
+                    num_replicas: int) -> tuple[Prepared, ir.Module]:
     key = (computation.fingerprint, num_replicas)
     found = _prepared.get(key)
     if found is None:
-        # refuses what would abort it
-        prepared = prepare(computation, for_interpreter=True, num_replicas=num_replicas)
+        # refuses what would abort it (the parallel runner's limits included)
+        prepared = prepare(computation, backend, num_replicas)
         module = prepared.computation.module
         if num_replicas > 1 or any(op.name in collectives.OPS for op in mlir.walk(module)):
-            _check_runner(computation, module, num_replicas)
             module = _parallel(module, num_replicas)
         found = _prepared[key] = (prepared, module)
         while len(_prepared) > _PREPARED_KEPT:
             _prepared.popitem(last=False)
     return found
-
-
-def _threads() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
-
-
-def _check_runner(computation: Computation, module: ir.Module, num_replicas: int) -> None:
-    """Refuses what the interpreter's parallel runner deadlocks on (the process aborts with
-    "rendezvous timed out") or computes wrongly."""
-    where = computation.source or computation.name
-    # each replica runs on a thread of a pool of one thread per core; more wait forever
-    threads = _threads()
-    if num_replicas > threads:
-        raise UnsupportedError(
-            f"{where}: the reference interpreter runs replicas on one thread per core "
-            f"({threads} here) and deadlocks (aborting the process) with more: "
-            f"num_replicas={num_replicas} needs {num_replicas} cores")
-    for op in mlir.walk(module):
-        if op.name not in collectives.OPS or op.name in ("stablehlo.replica_id",
-                                                         "stablehlo.partition_id"):
-            continue
-        why = None
-        if _runs_repeatedly(op):
-            why = ("it runs more than once (in a while loop, or in a function other than "
-                   "main), and the runner mixes the data of a collective's executions")
-        elif op.name == "stablehlo.collective_permute" and any(
-                a == b for a, b in collectives.pairs_of(op)):
-            why = "a replica that sends to itself deadlocks its runner"
-        if why:
-            raise UnsupportedError(f"{preflight.located(op, where)}: the reference interpreter "
-                                   f"cannot run {op.name} here: {why}")
-
-
-def _runs_repeatedly(op: ir.Operation) -> bool:
-    parent = op.parent
-    while parent is not None:
-        if parent.name == "stablehlo.while":
-            return True
-        if parent.name == "func.func":
-            return ir.StringAttr(parent.attributes["sym_name"]).value != "main"
-        parent = parent.parent
-    return False
 
 
 # Ops that name replicas by global device id with a channel and use_global_device_ids
@@ -170,12 +125,9 @@ def _parallel(module: ir.Module, num_replicas: int) -> ir.Module:
                                                 ip=ir.InsertionPoint(op))
                 op.results[0].replace_all_uses_with(partition.results[0])
                 op.erase()
-        main = next(op for op in parallel.body.operations
-                    if ir.StringAttr(op.attributes["sym_name"]).value == "main")
+        main = mlir.functions(parallel)["main"]
         main.attributes["sym_name"] = ir.StringAttr.get(_REPLICA)
-        _append_run_parallel_main(
-            parallel, ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value),
-            num_replicas)
+        _append_run_parallel_main(parallel, mlir.function_type(main), num_replicas)
     return parallel
 
 

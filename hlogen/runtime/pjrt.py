@@ -14,7 +14,9 @@ import time
 
 import numpy as np
 
+from hlogen import backends
 from hlogen import types as T
+from hlogen.backends import Backend
 from hlogen.computation import Computation
 from hlogen.errors import ExecutionError, HlogenError, UnsupportedError
 from hlogen.ops.collectives import MAX_REPLICAS
@@ -44,16 +46,22 @@ def cpu_devices_wanted(num_replicas: int = 1) -> int:
     return max(int(text), num_replicas)
 
 
-def client(backend: str | None, num_replicas: int = 1):
-    """The PJRT client of `backend` ("cpu", "gpu" or None for the default).
+def client(platform: str | None, num_replicas: int = 1):
+    """The PJRT client of `platform` (a PJRT backend's declared platform: "cpu", "gpu";
+    None for jax's default).
 
     The one place where a backend starts: before the first one does, the CPU backend
     is given cpu_devices_wanted(num_replicas) devices.
     """
     try:
-        return _jaxlib.backend(backend, cpu_devices_wanted(num_replicas))
+        return _jaxlib.backend(platform, cpu_devices_wanted(num_replicas))
     except RuntimeError as e:
-        raise UnsupportedError(f"backend {backend!r} is not available here: {e}") from None
+        raise UnsupportedError(f"backend {platform!r} is not available here: {e}") from None
+
+
+def declaration(pjrt) -> Backend:
+    """The declaration (hlogen.backends) of the backend whose client is `pjrt`."""
+    return backends.get(pjrt.platform)
 
 
 def replica_devices(pjrt, num_replicas: int) -> list:
@@ -85,20 +93,22 @@ def _too_few_devices(pjrt, num_replicas: int, have: int) -> str:
     return message
 
 
-def compile(computation: Computation, backend: str | None = None,
+def compile(computation: Computation, backend: Backend | None = None,
             disk_cache=None, num_replicas: int = 1) -> "Executable":
-    """`disk_cache`: an ExecutableCache (hlogen.runtime.cache) to read and write
-    serialized executables; the command line passes one, the library does not."""
+    """An Executable of `computation` on `backend` (a PJRT backend's declaration; None for
+    jax's default device). `disk_cache`: an ExecutableCache (hlogen.runtime.cache) to read
+    and write serialized executables; the command line passes one, the library does not."""
     check_signature(computation)
-    pjrt = client(backend, num_replicas)
+    pjrt = client(None if backend is None else backend.platform, num_replicas)
+    backend = backend or declaration(pjrt)
     devices = [pjrt.local_devices()[0]] if num_replicas == 1 else replica_devices(pjrt, num_replicas)
-    key = (computation.fingerprint, pjrt.platform, tuple(d.id for d in devices))
+    key = (computation.fingerprint, backend.name, tuple(d.id for d in devices))
     with _cache_lock:
         found = _cache.get(key)
         if found is not None:
             _cache.move_to_end(key)
             return found
-    found = Executable(computation, pjrt, devices, disk_cache)  # compiles: outside the lock
+    found = Executable(computation, backend, pjrt, devices, disk_cache)  # compiles: outside the lock
     with _cache_lock:
         found = _cache.setdefault(key, found)
         while len(_cache) > _CACHE_KEPT:
@@ -109,9 +119,11 @@ def compile(computation: Computation, backend: str | None = None,
 class Executable:
     """A compiled computation: call it with numpy arrays, get numpy arrays back."""
 
-    def __init__(self, computation: Computation, pjrt, devices: list, disk_cache=None):
+    def __init__(self, computation: Computation, backend: Backend, pjrt, devices: list,
+                 disk_cache=None):
         self.computation = computation
-        self.backend = pjrt.platform
+        self.declaration = backend
+        self.backend = backend.name
         self.devices = devices  # the device of each replica
         self.device = devices[0]
         self.num_replicas = len(devices)
@@ -163,7 +175,7 @@ class Executable:
                 except _jaxlib.JaxRuntimeError:
                     pass  # written by an XLA that serializes differently: compile again
             self.cache_outcome = "miss"
-        prepared = prepare(self.computation, for_interpreter=False, num_replicas=self.num_replicas)
+        prepared = prepare(self.computation, self.declaration, self.num_replicas)
         try:
             loaded = _jaxlib.compile(pjrt, prepared.computation.to_bytecode(), self.devices)
         except _jaxlib.JaxRuntimeError as e:

@@ -1,0 +1,324 @@
+"""One declaration per backend: what it is, what it refuses and why, what it needs rewritten.
+
+Every question "can backend X run Y?" is answered here, by X's `Backend`:
+- `refuses`: ops it cannot run (always, or where a predicate of the op says so),
+- `refuses_types`: element types it cannot run values of,
+- `dialects`: the dialects it runs (None: any that legalizes to it),
+- `refuses_module`: what depends on the whole module and the replica count,
+- `rewrites`: the hlogen.rewrites entries it needs (every backend XLA's semantics where
+  StableHLO leaves results open; the interpreter also the definitions of the ops it lacks),
+- `readable`: the result element types it hands back as they are (the others travel in
+  carriers: see hlogen.runtime.execution).
+hlogen.preflight checks a module against it, hlogen.rewrites applies its sets, the runtime
+runs it by `kind`, and `hlogen devices`, the command line's `--backend` and the
+conformance runner list the declared backends. Adding a backend is one `declare` call:
+PJRT plugins are declared by hlogen.runtime when they load, and `with_options` declares
+"the same backend under other XLA options".
+
+Every refusal here was seen on jaxlib 0.10.2: the op ends the process (SIGSEGV, SIGABRT,
+SIGFPE), fails to compile, never finishes, or computes wrong values.
+"""
+from __future__ import annotations
+
+import dataclasses
+import enum
+import os
+from typing import Callable, Mapping
+
+from jaxlib.mlir import ir
+
+from hlogen import decompositions, mlir, random_bits
+from hlogen import types as T
+from hlogen.errors import InputError
+from hlogen.ops import collectives
+from hlogen.ops.custom_call import pjrt_refusal
+from hlogen.ops.random import NORMAL_TYPES, UNIFORM_TYPES
+from hlogen.rewrites import XLA_SEMANTICS
+
+
+class Kind(enum.Enum):
+    """How a backend runs a module: in-process on the StableHLO reference interpreter, or
+    compiled by XLA behind a PJRT client (jaxlib's cpu and gpu, or a plugin)."""
+    INTERPRETER = "interpreter"
+    PJRT = "pjrt"
+
+
+@dataclasses.dataclass(frozen=True)
+class Refusal:
+    """Why a backend refuses an op: always (`when` None), or where `when(op)` is true
+    (or a string, which then says why instead of `why`)."""
+    why: str
+    when: Callable[[ir.Operation], bool | str | None] | None = None
+
+    def verdict(self, op: ir.Operation) -> str | None:
+        found = True if self.when is None else self.when(op)
+        if not found:
+            return None
+        return found if isinstance(found, str) else self.why
+
+
+@dataclasses.dataclass(frozen=True)
+class Backend:
+    name: str          # what users type: --backend NAME, hg.compile(backend=NAME)
+    kind: Kind
+    description: str   # one line, for `hlogen devices` and --help
+    words: str         # how messages name it: "XLA (PJRT)", "the reference interpreter"
+    platform: str | None = None  # the PJRT platform its client is asked for
+    refuses: Mapping[str, Refusal] = dataclasses.field(default_factory=dict)
+    refuses_types: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    dialects: tuple[str, ...] | None = None
+    refuses_module: Callable[[ir.Module, int], tuple[ir.Operation, str] | None] | None = None
+    rewrites: tuple = tuple(XLA_SEMANTICS)  # hlogen.rewrites entries, tried in order
+    readable: frozenset | None = None  # None: every element type
+    xla_options: tuple = ()  # (name, value) pairs every compile gets (see with_options)
+    identity: Mapping[str, str] = dataclasses.field(default_factory=dict)  # a plugin's facts
+
+    def __str__(self) -> str:
+        return self.name
+
+    def refusal(self, op: ir.Operation) -> str | None:
+        """Why this backend cannot run `op` (by its name and dialect), or None."""
+        found = self.refuses.get(op.name)
+        if found is not None:
+            why = found.verdict(op)
+            if why:
+                return why
+        if self.dialects is not None and not op.name.startswith(self.dialects):
+            return f"it runs {' and '.join(d.rstrip('.') for d in self.dialects)} ops only"
+        return None
+
+    def reads_as_is(self, et: T.ElementType) -> bool:
+        return self.readable is None or et.name in self.readable
+
+    def with_options(self, options: Mapping[str, object], name: str | None = None) -> "Backend":
+        """This backend under other XLA options (a PJRT backend): declared under `name`
+        (default: NAME[opt=value,...]), compiled and cached apart from the plain one."""
+        if self.kind is not Kind.PJRT:
+            raise InputError(f"backend {self.name!r}: XLA options apply to PJRT backends; "
+                             f"{self.words} compiles nothing")
+        merged = dict(self.xla_options)
+        merged.update(options)
+        pairs = tuple(sorted(merged.items()))
+        if name is None:
+            base = self.name.split("[", 1)[0]
+            name = base + "[" + ",".join(f"{k}={v}" for k, v in pairs) + "]" if pairs else base
+        return declare(dataclasses.replace(self, name=name, xla_options=pairs))
+
+
+BACKENDS: dict[str, Backend] = {}  # by name, in the order declared
+
+
+def compiles(name) -> bool:
+    """Whether backend `name` compiles modules with XLA (a PJRT backend)."""
+    return get(name).kind is Kind.PJRT
+
+
+def declare(backend: Backend) -> Backend:
+    """Adds `backend` (or returns the one declared under its name, if it is the same)."""
+    found = BACKENDS.get(backend.name)
+    if found is not None and found != backend:
+        raise InputError(f"a backend named {backend.name!r} is already declared "
+                         f"({found.description})")
+    return BACKENDS.setdefault(backend.name, backend)
+
+
+def get(name) -> Backend:
+    """The backend declared as `name` (a Backend is returned as it is)."""
+    if isinstance(name, Backend):
+        return name
+    found = BACKENDS.get(name)
+    if found is None:
+        raise InputError(f"backend must be one of {', '.join(BACKENDS)} (or None for jax's "
+                         f"default device), got {name!r}")
+    return found
+
+
+# -- the reference interpreter ---------------------------------------------------------------
+
+def _tuple_operands(op) -> bool:
+    return any(str(v.type).startswith("tuple<") for v in op.operands)
+
+
+def _native_code(op):
+    # what is left of the custom calls after hlogen.decompositions' LAPACK rewrites
+    target = mlir.call_target(op)
+    if target.startswith("lapack_") and any(isinstance(r.type, ir.TupleType) for r in op.results):
+        return (f"{target}: hlogen rewrites LAPACK calls of several results, as jax emits "
+                f"them (and hlogen reads XLA's HLO), not of one tuple result")
+    if target.startswith("lapack_"):
+        return (f"{target}: this LAPACK routine has no formulation here (the eigen, SVD and QR "
+                f"solvers run on PJRT only; hlogen rewrites jaxlib's lapack_?potrf_ffi, "
+                f"lapack_?trsm_ffi and lapack_?getrf_ffi)")
+    return (f"{target} is native code, which the interpreter cannot call (hlogen rewrites only "
+            f"jaxlib's LAPACK potrf, trsm and getrf)")
+
+
+def _threads() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def _runs_repeatedly(op: ir.Operation) -> bool:
+    parent = op.parent
+    while parent is not None:
+        if parent.name == "stablehlo.while":
+            return True
+        if parent.name == "func.func":
+            return mlir.symbol_name(parent) != "main"
+        parent = parent.parent
+    return False
+
+
+def _parallel_runner_refusal(module: ir.Module, num_replicas: int):
+    """What the interpreter's parallel runner (replicas, collectives) deadlocks on (the
+    process aborts with "rendezvous timed out") or computes wrongly: (op or None, why)."""
+    ops = [op for op in mlir.walk(module) if op.name in collectives.OPS]
+    if num_replicas == 1 and not ops:
+        return None  # no parallel runner
+    # each replica runs on a thread of a pool of one thread per core; more wait forever
+    threads = _threads()
+    if num_replicas > threads:
+        return None, (f"the reference interpreter runs replicas on one thread per core "
+                      f"({threads} here) and deadlocks (aborting the process) with more: "
+                      f"num_replicas={num_replicas} needs {num_replicas} cores")
+    for op in ops:
+        if op.name in ("stablehlo.replica_id", "stablehlo.partition_id"):
+            continue
+        if _runs_repeatedly(op):
+            return op, ("it runs more than once (in a while loop, or in a function other "
+                        "than main), and the runner mixes the data of a collective's "
+                        "executions")
+        if op.name == "stablehlo.collective_permute" and any(
+                a == b for a, b in collectives.pairs_of(op)):
+            return op, "a replica that sends to itself deadlocks its runner"
+    return None
+
+
+_LACKS = "the interpreter has no usable implementation of it (it aborts, or does not finish)"
+_MAX_TO_ZERO = "the reference interpreter rounds results equal to the largest finite value (±{}) to 0"
+
+INTERPRET = declare(Backend(
+    name="interpret", kind=Kind.INTERPRETER, words="the reference interpreter",
+    description="the StableHLO reference interpreter: slow, exact, in this process",
+    refuses={
+        "stablehlo.rng": Refusal("its state is XLA's, kept in the process, so no module can "
+                                 "give the same numbers; use rng_bit_generator, whose state "
+                                 "is explicit"),
+        "stablehlo.custom_call": Refusal("", _native_code),
+        "stablehlo.einsum": Refusal("hlogen rewrites einsums of two operands without '...' or "
+                                    "a label repeated within one of them; the interpreter has "
+                                    "none"),
+        "stablehlo.unary_einsum": Refusal(_LACKS + "; XLA does not translate it either"),
+        **{name: Refusal("the interpreter runs one module, with nothing outside it to "
+                         "exchange data with") for name in (
+            "stablehlo.infeed", "stablehlo.outfeed", "stablehlo.send", "stablehlo.recv")},
+        "func.call": Refusal("the interpreter aborts on tuples passed to func.call",
+                             _tuple_operands),
+        "stablehlo.set_dimension_size": Refusal(_LACKS),
+    },
+    refuses_types={
+        "f4e2m1fn": _MAX_TO_ZERO.format(6),
+        "f6e2m3fn": _MAX_TO_ZERO.format(7.5),
+        "f6e3m2fn": _MAX_TO_ZERO.format(28),
+        "f8e8m0fnu": ("the reference interpreter converts its NaN to Inf and returns numbers "
+                      "where the type has none (negative values, zero) instead of NaN"),
+    },
+    dialects=("stablehlo.", "func."),
+    refuses_module=_parallel_runner_refusal,
+    rewrites=(*XLA_SEMANTICS, *decompositions.RULES, *random_bits.RULES),
+    readable=mlir.ATTRIBUTE_READABLE))
+
+
+# -- XLA behind PJRT ---------------------------------------------------------------------------
+
+def _element_type(value) -> T.ElementType:
+    return mlir.shape_of_type(value.type).element_type
+
+
+def _rng_refusal(op):
+    # XLA CPU aborts on types it does not generate (ops.random's table says which)
+    et = _element_type(op.results[0])
+    supported = NORMAL_TYPES if mlir.enum_attribute(op, "rng_distribution") == "NORMAL" \
+        else UNIFORM_TYPES
+    if et.name not in supported:
+        return f"XLA CPU generates only {', '.join(sorted(supported))} values, not {et.name}"
+    return None
+
+
+def _bits_refusal(op):
+    # XLA CPU treats float or signed random bits as unsigned ones, and the ops that use
+    # them too: ops.rng_bit_generator emits unsigned bits and bitcasts them
+    et = _element_type(op.results[1])
+    if et.kind != T.UNSIGNED:
+        return (f"XLA CPU miscompiles random bits of type {et.name}; generate unsigned bits of "
+                f"the same width and bitcast them (as ops.rng_bit_generator does)")
+    return None
+
+
+def _two_bit(what: str):
+    """A predicate: `op` has s2/u2 operands, which XLA CPU `what` (s4 and wider work)."""
+    def refusal(op):
+        for value in op.operands:
+            if _element_type(value).bits == 2:
+                return (f"XLA CPU {what} {_element_type(value).name} values; convert them to "
+                        f"s8/u8 first")
+        return None
+    return refusal
+
+
+def _variadic_with_channel(op):
+    return len(op.operands) > 1 and "channel_handle" in op.attributes
+
+
+# jax's host callbacks (io_callback, pure_callback, debug.callback and debug.print): they
+# name a Python function of the process that lowered the module by its index (or address)
+# there; in another process XLA calls whatever that is, and ends the process (SIGSEGV)
+_HOST_CALLBACKS = frozenset({
+    "xla_python_cpu_callback", "xla_ffi_python_cpu_callback",
+    "xla_ffi_partitioned_python_cpu_callback", "xla_python_gpu_callback",
+    "xla_ffi_python_gpu_callback", "xla_ffi_partitioned_python_gpu_callback"})
+
+
+def _pjrt_custom_call(op):
+    # jax's host callbacks, reserved targets, places XLA CPU does not run one
+    target = mlir.call_target(op)
+    if target in _HOST_CALLBACKS:
+        return (f"{target} is a jax host callback: it calls a Python function of the process "
+                f"that lowered the module, which this process does not have (XLA would end "
+                f"the process); lower the function without the callback")
+    return pjrt_refusal(op)
+
+
+_NO_F6 = "XLA CPU has no f6 types: it fails to compile them, and ends the process on an f6 constant"
+
+# What XLA behind jaxlib's PJRT client refuses: the declaration of cpu and gpu, and the
+# start of a plugin's (a plugin is XLA too, often of another version).
+XLA_REFUSES = {
+    "stablehlo.all_reduce": Refusal(
+        "XLA CPU fails to compile an all-reduce of several operands that has a channel id "
+        "(\"LogicalBuffer ... does not have a layout\"); replicas of one module need no "
+        "channel id, or reduce the elements one by one", _variadic_with_channel),
+    "stablehlo.infeed": Refusal("jaxlib's PJRT client has no way to fill a device's infeed "
+                                "queue, so the run would wait forever"),
+    "stablehlo.set_dimension_size": Refusal(
+        "XLA returns the padding of a dynamic dimension as data and GetDimensionSize of it "
+        "as the bound, so its results would be wrong"),
+    "stablehlo.custom_call": Refusal("", _pjrt_custom_call),
+    "stablehlo.rng": Refusal("", _rng_refusal),
+    "stablehlo.rng_bit_generator": Refusal("", _bits_refusal),
+    "stablehlo.sort": Refusal("", _two_bit("sorts wrongly")),
+    "stablehlo.concatenate": Refusal("", _two_bit("ends the process (a CHECK in ir_array.cc) "
+                                                  "concatenating")),
+}
+XLA_REFUSES_TYPES = {"f6e2m3fn": _NO_F6, "f6e3m2fn": _NO_F6}
+
+CPU = declare(Backend(
+    name="cpu", kind=Kind.PJRT, platform="cpu", words="XLA (PJRT)",
+    description="XLA CPU, jaxlib's PJRT client", refuses=XLA_REFUSES,
+    refuses_types=XLA_REFUSES_TYPES))
+GPU = declare(Backend(
+    name="gpu", kind=Kind.PJRT, platform="gpu", words="XLA (PJRT)",
+    description="XLA GPU, jaxlib's PJRT client (the extra hlogen[cuda])", refuses=XLA_REFUSES,
+    refuses_types=XLA_REFUSES_TYPES))
