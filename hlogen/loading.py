@@ -66,8 +66,7 @@ def with_entry(comp: Computation, name: str | None, where: str) -> Computation:
     if name in (None, "main"):
         return comp
     module = comp.clone().module
-    functions = {ir.StringAttr(op.attributes["sym_name"]).value: op
-                 for op in module.body.operations if op.operation.name == "func.func"}
+    functions = mlir.functions(module)
     public = [n for n, op in functions.items() if is_public(op)]
     if name not in functions or not is_public(functions[name]):
         what = "is private" if name in functions else "is not defined"
@@ -207,7 +206,7 @@ def _check_bytecode_in_child(data: bytes, where: str) -> None:
 def _parse_error(error: ir.MLIRError, where: str) -> str:
     lines = []
     for d in getattr(error, "error_diagnostics", []) or []:
-        m = re.match(r'loc\("[^"]*":(\d+):(\d+)\)', str(d.location))
-        pos = f"{where}:{m.group(1)}:{m.group(2)}" if m else where
+        found = mlir.file_location(d.location)  # the text hlogen parsed: `where`
+        pos = f"{where}:{found[1]}:{found[2]}" if found else where
         lines.append(f"{pos}: {d.message}")
     return "\n".join(lines) or f"{where}: {error}"

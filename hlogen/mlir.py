@@ -233,7 +233,7 @@ def parse_attribute(text, where: str) -> ir.Attribute:
         return ir.Attribute.parse(source, context=context())
     except (ir.MLIRError, ValueError) as e:
         detail = diagnostics(e) if isinstance(e, ir.MLIRError) else str(e)
-        raise InputError(f"{where}: {text!r} is not an MLIR attribute: {detail}") from None
+        raise InputError(f"{where}: {detail}") from None
 
 
 # Element types numpy reads from MLIR attributes as they are: the interpreter's results

@@ -16,7 +16,7 @@ from hlogen import mlir
 from hlogen import types as T
 from hlogen.builder import Builder, Op, apply, build_computation, copy_function, same_builder, trace
 from hlogen.computation import Computation
-from hlogen.errors import ShapeError
+from hlogen.errors import HlogenError, ShapeError
 from hlogen.ops.tuples import get_tuple_element, tuple as make_tuple
 
 _PRED = T.Shape(T.pred, ())
@@ -232,8 +232,8 @@ def _attributes(value) -> ir.Attribute:
         return ir.DictAttr.get({}, context=ctx)
     if isinstance(value, str):
         try:
-            parsed = ir.Attribute.parse(value, context=ctx)
-        except (ir.MLIRError, ValueError) as e:
+            parsed = mlir.parse_attribute(value, "composite_call: composite_attributes")
+        except HlogenError as e:
             raise ShapeError(f"composite_call: composite_attributes {value!r} is not an MLIR "
                              f"attribute: {e}") from None
         if not isinstance(parsed, ir.DictAttr) and not ir.DictAttr.isinstance(parsed):

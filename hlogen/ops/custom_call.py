@@ -232,23 +232,13 @@ def _backend_config(opaque, version: int) -> ir.Attribute:
 
 def _parse_dictionary(text) -> ir.Attribute:
     """An MLIR dictionary attribute from its text, as XLA reads a typed FFI backend_config."""
-    data = text.encode() if isinstance(text, str) else text
     what = f"{_OP}: opaque {text!r}"
     try:
-        source = data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ShapeError(f"{what} is not UTF-8 text; the typed FFI (api_version=4) reads opaque "
-                         f"as an MLIR dictionary such as \"{{scale = 2.0 : f32}}\"") from None
-    try:
-        mlir.check_text(data, "opaque")  # MLIR's parser recurses once per bracket
+        attr = mlir.parse_attribute(text, "opaque")
     except HlogenError as e:
-        raise ShapeError(f"{what}: {e}") from None
-    try:
-        attr = ir.Attribute.parse(source, context=mlir.context())
-    except ir.MLIRError as e:
         raise ShapeError(f"{what} is not an MLIR dictionary attribute such as "
                          f"\"{{scale = 2.0 : f32}}\" (the typed FFI reads opaque as one): "
-                         f"{mlir.diagnostics(e)}") from None
+                         f"{e}") from None
     if not isinstance(attr, ir.DictAttr):
         raise ShapeError(f"{what} is an MLIR attribute but not a dictionary: the typed FFI "
                          f"(api_version=4) reads named attributes, such as "
