@@ -17,7 +17,8 @@ import numpy as np
 
 import hlogen as hg
 from hlogen.errors import ExecutionError, HlogenError, InputError
-from hlogen.runtime.arrays import flatten_arguments, leaf_shapes
+from hlogen import types as T
+from hlogen.runtime.arrays import flatten_arguments
 from hlogen.runtime.cache import ExecutableCache
 from hlogen_cli import compare, compiled as compiled_files, inputs, isolation, outputs, \
     replicas, samples, sources
@@ -33,7 +34,7 @@ def run(file: str, function_name: str | None, options: dict, default_inputs=None
     local = replicas.local_replicas(o.replicas, o.num_processes, o.process_id)
     per_replica_args = _arguments(comp, o, local, default_inputs)
     expected = _expected(comp, o, local)
-    plan = compare.output_plan(o.output_specs, len(leaf_shapes(comp.result_shapes)))
+    plan = compare.output_plan(o.output_specs, len(T.leaf_shapes(comp.result_shapes)))
     if o.is_distributed:
         _join(o.join_arguments(isolation.elapsed()))
     backends = [o.backend or (from_file and from_file.backend)] + \
@@ -100,7 +101,7 @@ def _arguments(comp, o: RunOptions, local: list, default_inputs) -> list:
 
 def _expected(comp, o: RunOptions, local: list) -> list:
     """Each local replica's expected results (--expected-output), or []."""
-    leaves = leaf_shapes(comp.result_shapes)
+    leaves = T.leaf_shapes(comp.result_shapes)
     names = [f"result_{i}" for i in range(len(leaves))]
     expected = inputs.load_inputs(o.expected_specs, names, leaves, option="--expected-output")
     if not expected:
@@ -203,14 +204,8 @@ def _run_on(comp, backend, per_replica_args: list, local: list, o: RunOptions,
     several = len(comp.result_shapes) > 1
     return {"backend": exe.backend, "how": done.how, "executable": exe,
             "compile_seconds": exe.compile_seconds, "times": times,
-            "results": [[np.asarray(a) for a in _leaves(r if several else (r,))] for r in results]}
-
-
-def _leaves(results) -> list:
-    out = []
-    for r in results:
-        out.extend(_leaves(r) if isinstance(r, tuple) else [r])
-    return out
+            "results": [[np.asarray(a) for a in T.flatten(comp.result_shapes, r if several else (r,))]
+                        for r in results]}
 
 
 def _report(run_info: dict, o: RunOptions) -> None:

@@ -133,6 +133,99 @@ def get(name) -> Backend:
     return found
 
 
+# -- XLA behind PJRT ---------------------------------------------------------------------------
+
+def _element_type(value) -> T.ElementType:
+    return mlir.shape_of_type(value.type).element_type
+
+
+def _rng_refusal(op):
+    # XLA CPU aborts on types it does not generate (ops.random's table says which)
+    et = _element_type(op.results[0])
+    supported = NORMAL_TYPES if mlir.enum_attribute(op, "rng_distribution") == "NORMAL" \
+        else UNIFORM_TYPES
+    if et.name not in supported:
+        return f"XLA CPU generates only {', '.join(sorted(supported))} values, not {et.name}"
+    return None
+
+
+def _bits_refusal(op):
+    # XLA CPU treats float or signed random bits as unsigned ones, and the ops that use
+    # them too: ops.rng_bit_generator emits unsigned bits and bitcasts them
+    et = _element_type(op.results[1])
+    if et.kind != T.UNSIGNED:
+        return (f"XLA CPU miscompiles random bits of type {et.name}; generate unsigned bits of "
+                f"the same width and bitcast them (as ops.rng_bit_generator does)")
+    return None
+
+
+def _two_bit(what: str):
+    """A predicate: `op` has s2/u2 operands, which XLA CPU `what` (s4 and wider work)."""
+    def refusal(op):
+        for value in op.operands:
+            if _element_type(value).bits == 2:
+                return (f"XLA CPU {what} {_element_type(value).name} values; convert them to "
+                        f"s8/u8 first")
+        return None
+    return refusal
+
+
+def _variadic_with_channel(op):
+    return len(op.operands) > 1 and "channel_handle" in op.attributes
+
+
+# jax's host callbacks (io_callback, pure_callback, debug.callback and debug.print): they
+# name a Python function of the process that lowered the module by its index (or address)
+# there; in another process XLA calls whatever that is, and ends the process (SIGSEGV)
+_HOST_CALLBACKS = frozenset({
+    "xla_python_cpu_callback", "xla_ffi_python_cpu_callback",
+    "xla_ffi_partitioned_python_cpu_callback", "xla_python_gpu_callback",
+    "xla_ffi_python_gpu_callback", "xla_ffi_partitioned_python_gpu_callback"})
+
+
+def _pjrt_custom_call(op):
+    # jax's host callbacks, reserved targets, places XLA CPU does not run one
+    target = mlir.call_target(op)
+    if target in _HOST_CALLBACKS:
+        return (f"{target} is a jax host callback: it calls a Python function of the process "
+                f"that lowered the module, which this process does not have (XLA would end "
+                f"the process); lower the function without the callback")
+    return pjrt_refusal(op)
+
+
+_NO_F6 = "XLA CPU has no f6 types: it fails to compile them, and ends the process on an f6 constant"
+
+# What XLA behind jaxlib's PJRT client refuses: the declaration of cpu and gpu, and the
+# start of a plugin's (a plugin is XLA too, often of another version).
+XLA_REFUSES = {
+    "stablehlo.all_reduce": Refusal(
+        "XLA CPU fails to compile an all-reduce of several operands that has a channel id "
+        "(\"LogicalBuffer ... does not have a layout\"); replicas of one module need no "
+        "channel id, or reduce the elements one by one", _variadic_with_channel),
+    "stablehlo.infeed": Refusal("jaxlib's PJRT client has no way to fill a device's infeed "
+                                "queue, so the run would wait forever"),
+    "stablehlo.set_dimension_size": Refusal(
+        "XLA returns the padding of a dynamic dimension as data and GetDimensionSize of it "
+        "as the bound, so its results would be wrong"),
+    "stablehlo.custom_call": Refusal("", _pjrt_custom_call),
+    "stablehlo.rng": Refusal("", _rng_refusal),
+    "stablehlo.rng_bit_generator": Refusal("", _bits_refusal),
+    "stablehlo.sort": Refusal("", _two_bit("sorts wrongly")),
+    "stablehlo.concatenate": Refusal("", _two_bit("ends the process (a CHECK in ir_array.cc) "
+                                                  "concatenating")),
+}
+XLA_REFUSES_TYPES = {"f6e2m3fn": _NO_F6, "f6e3m2fn": _NO_F6}
+
+CPU = declare(Backend(
+    name="cpu", kind=Kind.PJRT, platform="cpu", words="XLA (PJRT)",
+    description="XLA CPU, jaxlib's PJRT client", refuses=XLA_REFUSES,
+    refuses_types=XLA_REFUSES_TYPES))
+GPU = declare(Backend(
+    name="gpu", kind=Kind.PJRT, platform="gpu", words="XLA (PJRT)",
+    description="XLA GPU, jaxlib's PJRT client (the extra hlogen[cuda])", refuses=XLA_REFUSES,
+    refuses_types=XLA_REFUSES_TYPES))
+
+
 # -- the reference interpreter ---------------------------------------------------------------
 
 def _tuple_operands(op) -> bool:
@@ -229,96 +322,3 @@ INTERPRET = declare(Backend(
     refuses_module=_parallel_runner_refusal,
     rewrites=(*XLA_SEMANTICS, *decompositions.RULES, *random_bits.RULES),
     readable=mlir.ATTRIBUTE_READABLE))
-
-
-# -- XLA behind PJRT ---------------------------------------------------------------------------
-
-def _element_type(value) -> T.ElementType:
-    return mlir.shape_of_type(value.type).element_type
-
-
-def _rng_refusal(op):
-    # XLA CPU aborts on types it does not generate (ops.random's table says which)
-    et = _element_type(op.results[0])
-    supported = NORMAL_TYPES if mlir.enum_attribute(op, "rng_distribution") == "NORMAL" \
-        else UNIFORM_TYPES
-    if et.name not in supported:
-        return f"XLA CPU generates only {', '.join(sorted(supported))} values, not {et.name}"
-    return None
-
-
-def _bits_refusal(op):
-    # XLA CPU treats float or signed random bits as unsigned ones, and the ops that use
-    # them too: ops.rng_bit_generator emits unsigned bits and bitcasts them
-    et = _element_type(op.results[1])
-    if et.kind != T.UNSIGNED:
-        return (f"XLA CPU miscompiles random bits of type {et.name}; generate unsigned bits of "
-                f"the same width and bitcast them (as ops.rng_bit_generator does)")
-    return None
-
-
-def _two_bit(what: str):
-    """A predicate: `op` has s2/u2 operands, which XLA CPU `what` (s4 and wider work)."""
-    def refusal(op):
-        for value in op.operands:
-            if _element_type(value).bits == 2:
-                return (f"XLA CPU {what} {_element_type(value).name} values; convert them to "
-                        f"s8/u8 first")
-        return None
-    return refusal
-
-
-def _variadic_with_channel(op):
-    return len(op.operands) > 1 and "channel_handle" in op.attributes
-
-
-# jax's host callbacks (io_callback, pure_callback, debug.callback and debug.print): they
-# name a Python function of the process that lowered the module by its index (or address)
-# there; in another process XLA calls whatever that is, and ends the process (SIGSEGV)
-_HOST_CALLBACKS = frozenset({
-    "xla_python_cpu_callback", "xla_ffi_python_cpu_callback",
-    "xla_ffi_partitioned_python_cpu_callback", "xla_python_gpu_callback",
-    "xla_ffi_python_gpu_callback", "xla_ffi_partitioned_python_gpu_callback"})
-
-
-def _pjrt_custom_call(op):
-    # jax's host callbacks, reserved targets, places XLA CPU does not run one
-    target = mlir.call_target(op)
-    if target in _HOST_CALLBACKS:
-        return (f"{target} is a jax host callback: it calls a Python function of the process "
-                f"that lowered the module, which this process does not have (XLA would end "
-                f"the process); lower the function without the callback")
-    return pjrt_refusal(op)
-
-
-_NO_F6 = "XLA CPU has no f6 types: it fails to compile them, and ends the process on an f6 constant"
-
-# What XLA behind jaxlib's PJRT client refuses: the declaration of cpu and gpu, and the
-# start of a plugin's (a plugin is XLA too, often of another version).
-XLA_REFUSES = {
-    "stablehlo.all_reduce": Refusal(
-        "XLA CPU fails to compile an all-reduce of several operands that has a channel id "
-        "(\"LogicalBuffer ... does not have a layout\"); replicas of one module need no "
-        "channel id, or reduce the elements one by one", _variadic_with_channel),
-    "stablehlo.infeed": Refusal("jaxlib's PJRT client has no way to fill a device's infeed "
-                                "queue, so the run would wait forever"),
-    "stablehlo.set_dimension_size": Refusal(
-        "XLA returns the padding of a dynamic dimension as data and GetDimensionSize of it "
-        "as the bound, so its results would be wrong"),
-    "stablehlo.custom_call": Refusal("", _pjrt_custom_call),
-    "stablehlo.rng": Refusal("", _rng_refusal),
-    "stablehlo.rng_bit_generator": Refusal("", _bits_refusal),
-    "stablehlo.sort": Refusal("", _two_bit("sorts wrongly")),
-    "stablehlo.concatenate": Refusal("", _two_bit("ends the process (a CHECK in ir_array.cc) "
-                                                  "concatenating")),
-}
-XLA_REFUSES_TYPES = {"f6e2m3fn": _NO_F6, "f6e3m2fn": _NO_F6}
-
-CPU = declare(Backend(
-    name="cpu", kind=Kind.PJRT, platform="cpu", words="XLA (PJRT)",
-    description="XLA CPU, jaxlib's PJRT client", refuses=XLA_REFUSES,
-    refuses_types=XLA_REFUSES_TYPES))
-GPU = declare(Backend(
-    name="gpu", kind=Kind.PJRT, platform="gpu", words="XLA (PJRT)",
-    description="XLA GPU, jaxlib's PJRT client (the extra hlogen[cuda])", refuses=XLA_REFUSES,
-    refuses_types=XLA_REFUSES_TYPES))

@@ -263,11 +263,50 @@ def tuple_shape(*shapes) -> TupleShape:
     return TupleShape(tuple(shapes))
 
 
+# -- trees: values shaped by tuple shapes ----------------------------------------------------
+# The one place tuples are taken apart and put together, for any kind of value: shapes,
+# Ops (elements by get_tuple_element, tuples by ops.tuple), host arrays (Python tuples).
+
+def flatten(shapes, values, elements=lambda value, shape: value) -> list:
+    """The leaves of `values` (one value per shape of `shapes`), depth-first:
+    `elements(value, shape)` gives the elements of a value of tuple shape `shape`."""
+    out: list = []
+    for shape, value in zip(shapes, values):
+        _flatten_into(out, shape, value, elements)
+    return out
+
+
+# (module-level recursion, not a nested function: a function that calls itself through its
+# closure is a reference cycle, which keeps MLIR values alive past their context)
+def _flatten_into(out: list, shape, value, elements) -> None:
+    if isinstance(shape, TupleShape):
+        for s, v in zip(shape.elements, elements(value, shape)):
+            _flatten_into(out, s, v, elements)
+    else:
+        out.append(value)
+
+
+def rebuild(shapes, leaves, make_tuple=tuple) -> list:
+    """Values of `shapes` from their `leaves` in order (the inverse of flatten):
+    `make_tuple(elements)` makes a value of tuple shape."""
+    it = iter(leaves)
+    return [_build(shape, it, make_tuple) for shape in shapes]
+
+
+def _build(shape, it, make_tuple):
+    if isinstance(shape, TupleShape):
+        return make_tuple([_build(s, it, make_tuple) for s in shape.elements])
+    return next(it)
+
+
+def leaf_shapes(shapes) -> list:
+    """The array and token shapes of `shapes`, tuples flattened depth-first."""
+    return flatten(shapes, shapes, lambda shape, _: shape.elements)
+
+
 def leaves(shape) -> list:
     """The array and token shapes of `shape`, tuples flattened depth-first."""
-    if isinstance(shape, TupleShape):
-        return [leaf for element in shape.elements for leaf in leaves(element)]
-    return [shape]
+    return leaf_shapes([shape])
 
 
 def as_shape(value) -> Shape | TupleShape | TokenShape:

@@ -27,7 +27,7 @@ from hlogen.errors import ShapeError
 from hlogen.ops._common import array_operand, check_dimension, int_attr, int_list, same_element_type
 from hlogen.ops.control import create_token
 from hlogen.ops.elementwise import add
-from hlogen.ops.tuples import get_tuple_element, tuple as make_tuple
+from hlogen.ops.tuples import leaves, tuple as make_tuple
 
 # hlogen spells groups out replica by replica: a bound keeps a typo from allocating 2**63 ids
 MAX_REPLICAS = 2**16
@@ -156,7 +156,7 @@ def _leaves(op_name: str, operand):
         if not elements or any(not isinstance(e, T.Shape) for e in elements):
             raise ShapeError(f"{op_name}: a tuple operand must be a non-empty tuple of arrays, "
                              f"got {operand.shape}")
-        return [get_tuple_element(operand, i) for i in range(len(elements))], make_tuple
+        return leaves([operand]), make_tuple
     if isinstance(operand, (builtins.tuple, list)):
         if not operand:
             raise ShapeError(f"{op_name}: operand must be an array Op or a non-empty list of "

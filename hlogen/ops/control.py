@@ -17,7 +17,7 @@ from hlogen import types as T
 from hlogen.builder import Builder, Op, apply, build_computation, copy_function, same_builder, trace
 from hlogen.computation import Computation
 from hlogen.errors import HlogenError, ShapeError
-from hlogen.ops.tuples import get_tuple_element, tuple as make_tuple
+from hlogen.ops import tuples
 
 _PRED = T.Shape(T.pred, ())
 
@@ -45,27 +45,6 @@ def _describe(shapes) -> str:
 # stablehlo.while, if and case carry arrays and tokens, not tuples: tuple-shaped values
 # travel as their leaves, and the user's computation sees them rebuilt.
 
-def _leaves(value: Op) -> list[Op]:
-    if isinstance(value.shape, T.TupleShape):
-        return [leaf for i in range(len(value.shape.elements))
-                for leaf in _leaves(get_tuple_element(value, i))]
-    return [value]
-
-
-def _rebuild(shapes, leaves, builder) -> list[Op]:
-    """Values of `shapes` from their leaves (Ops of `builder`), in order."""
-    it = iter(leaves)
-
-    def build(shape):
-        if isinstance(shape, T.TupleShape):
-            return make_tuple([build(s) for s in shape.elements], builder=builder)
-        return next(it)
-    return [build(s) for s in shapes]
-
-
-def _leaf_shapes(shapes) -> list:
-    return [leaf for s in shapes for leaf in T.leaves(s)]
-
 
 # -- While ------------------------------------------------------------------------------------
 
@@ -77,25 +56,25 @@ def while_loop(condition, body, init):
     values, single = _structure("while_loop", "init", init)
     builder = same_builder("while_loop", *values)
     shapes = [v.shape for v in values]
-    leaves = [leaf for v in values for leaf in _leaves(v)]
+    leaves = tuples.leaves(values)
     leaf_shapes = [leaf.shape for leaf in leaves]
     if leaf_shapes != shapes:  # tuples among the values: the computations get them rebuilt
         def on_leaves_body(*params, builder):
-            out = apply(builder, "while_loop", "body", body, _rebuild(shapes, params, builder))
+            out = apply(builder, "while_loop", "body", body, tuples.rebuild(shapes, params, builder))
             if [o.shape for o in out] != shapes:
                 raise ShapeError(f"while_loop: the body must return {_describe(shapes)}; it "
                                  f"returns {_describe([o.shape for o in out])}")
-            return [leaf for o in out for leaf in _leaves(o)]
+            return tuples.leaves(out)
 
         def on_leaves_condition(*params, builder):
             return apply(builder, "while_loop", "condition", condition,
-                         _rebuild(shapes, params, builder))
+                         tuples.rebuild(shapes, params, builder))
     else:
         on_leaves_condition, on_leaves_body = condition, body
     cond = trace(builder, "while_loop", "condition", on_leaves_condition, leaf_shapes, [_PRED])
     step = trace(builder, "while_loop", "body", on_leaves_body, leaf_shapes, leaf_shapes)
     results = builder.add_op_with_regions("stablehlo.while", leaf_shapes, leaves, {}, [cond, step])
-    return _shaped_like(single, _rebuild(shapes, results, builder))
+    return _shaped_like(single, tuples.rebuild(shapes, results, builder))
 
 
 # -- Conditional ------------------------------------------------------------------------------
@@ -145,7 +124,7 @@ def conditional(*args):
         def leaves_of(*params, builder):
             out = apply(builder, "conditional", name, computation, params)
             returned[name] = [o.shape for o in out]
-            return [leaf for o in out for leaf in _leaves(o)]
+            return tuples.leaves(out)
         return leaves_of
 
     regions = [trace(builder, "conditional", name, branch(name, computation),
@@ -158,8 +137,8 @@ def conditional(*args):
                              f"{names[0]} returns {_describe(results)}; every branch must "
                              f"return the same shapes")
     mlir_name = "stablehlo.if" if kind == "pred" else "stablehlo.case"
-    outs = _rebuild(results, builder.add_op_with_regions(mlir_name, regions[0].result_shapes,
-                                                         [selector], {}, regions), builder)
+    outs = tuples.rebuild(results, builder.add_op_with_regions(
+        mlir_name, regions[0].result_shapes, [selector], {}, regions), builder)
     return outs[0] if len(outs) == 1 else builtins.tuple(outs)
 
 

@@ -1,4 +1,4 @@
-"""Tuple and GetTupleElement."""
+"""Tuple and GetTupleElement; tuple-shaped values taken apart and put together."""
 from __future__ import annotations
 
 import builtins
@@ -43,3 +43,19 @@ def get_tuple_element(tuple_data, index):
         raise ShapeError(f"get_tuple_element: index={index!r} must be in [0, {n}) for {shape}")
     return tuple_data.builder.add_op("stablehlo.get_tuple_element", shape.elements[index],
                                      [tuple_data], {"index": int_attr(index, 32)})
+
+
+# -- tuple-shaped Ops taken apart and put together (hlogen.types' flatten and rebuild) ------
+
+def _elements(value, shape) -> list:
+    return [get_tuple_element(value, i) for i in range(len(shape.elements))]
+
+
+def leaves(values) -> list:
+    """The array and token Ops of `values` (Ops; tuples taken apart), depth-first."""
+    return T.flatten([v.shape for v in values], values, _elements)
+
+
+def rebuild(shapes, leaves, builder) -> list:
+    """Ops of `shapes` from their leaves (Ops of `builder`), in order."""
+    return T.rebuild(shapes, leaves, lambda elements: tuple(elements, builder=builder))

@@ -88,19 +88,8 @@ def _describe(value) -> str:
 
 def structure_results(result_shapes, flat: list):
     """Leaf results -> the calling convention (bare, tuple, nested tuples)."""
-    it = iter(flat)
-
-    def build(shape):
-        if isinstance(shape, T.TupleShape):
-            return tuple(build(s) for s in shape.elements)
-        return next(it)
-
-    results = [build(s) for s in result_shapes]
+    results = T.rebuild(result_shapes, flat)
     return results[0] if len(results) == 1 else tuple(results)
-
-
-def leaf_shapes(shapes) -> list:
-    return [leaf for s in shapes for leaf in T.leaves(s)]
 
 
 def replica_lists(exe, per_replica_args) -> list:

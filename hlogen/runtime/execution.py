@@ -22,8 +22,8 @@ from hlogen import types as T
 from hlogen.backends import Backend
 from hlogen.builder import Builder, Op
 from hlogen.computation import Computation
+from hlogen.ops import tuples
 from hlogen.ops._common import int_attr
-from hlogen.runtime.arrays import leaf_shapes
 
 
 class Reading(enum.Enum):
@@ -59,7 +59,7 @@ class Prepared:
     def __init__(self, computation: Computation, original_results: list,
                  read_leaf: list[Reading]):
         self.computation = computation
-        self.original_leaves = leaf_shapes(original_results)  # the user's result leaves
+        self.original_leaves = T.leaf_shapes(original_results)  # the user's result leaves
         self._read_leaf = read_leaf  # per original leaf: as _reading says
         # one raw result per user result, read as it is
         self.plain_results = not any(isinstance(s, T.TupleShape) for s in original_results) and \
@@ -98,7 +98,7 @@ def prepare(computation: Computation, backend: Backend, num_replicas: int = 1) -
         attributes["mhlo.num_partitions"] = int_attr(1, 32)
     rewrites.rewrite_module(legal.module, backend.rewrites, num_replicas)
     read = [_reading(backend, leaf.element_type)
-            for leaf in leaf_shapes(computation.result_shapes)]
+            for leaf in T.leaf_shapes(computation.result_shapes)]
     has_tuples = any(isinstance(s, T.TupleShape)
                      for s in computation.parameter_shapes + computation.result_shapes)
     if has_tuples or any(r is not Reading.AS_IS for r in read):
@@ -116,16 +116,10 @@ def _wrap(entry: Computation, read: list[Reading]) -> Computation:
     for name in module_attributes:  # e.g. mhlo.num_replicas
         if name != "sym_name":
             b.module.operation.attributes[name] = module_attributes[name]
-    leaves = iter([b.parameter(leaf, f"{name}.{i}" if isinstance(shape, T.TupleShape) else name)
-                   for name, shape in zip(entry.parameter_names, entry.parameter_shapes)
-                   for i, leaf in enumerate(T.leaves(shape))])
-
-    def rebuild(shape):
-        if isinstance(shape, T.TupleShape):
-            return ops.tuple([rebuild(s) for s in shape.elements], builder=b)
-        return next(leaves)
-
-    args = [rebuild(s) for s in entry.parameter_shapes]
+    leaves = [b.parameter(leaf, f"{name}.{i}" if isinstance(shape, T.TupleShape) else name)
+              for name, shape in zip(entry.parameter_names, entry.parameter_shapes)
+              for i, leaf in enumerate(T.leaves(shape))]
+    args = tuples.rebuild(entry.parameter_shapes, leaves, b)
     # Inlined, not called: the interpreter aborts on tuple arguments to func.call.
     values = mlir.inline_call(main, [a.value for a in args], b.insertion_point,
                               mlir.user_location())
@@ -133,13 +127,7 @@ def _wrap(entry: Computation, read: list[Reading]) -> Computation:
     for op in list(entry.module.body.operations):  # functions the entry calls come along
         b.module.body.append(op)
 
-    def flatten(op):
-        if isinstance(op.shape, T.TupleShape):
-            return [leaf for i in range(len(op.shape.elements))
-                    for leaf in flatten(ops.get_tuple_element(op, i))]
-        return [op]
-
-    outs = [leaf for s, v in zip(result_shapes, values) for leaf in flatten(Op(b, v, s))]
+    outs = tuples.leaves([Op(b, v, s) for s, v in zip(result_shapes, values)])
     results = []
     for leaf, how in zip(outs, read):
         if how is Reading.COMPLEX:

@@ -25,11 +25,12 @@ from jaxlib.mlir.dialects import stablehlo
 from jaxlib.mlir._mlir_libs import _stablehlo
 
 from hlogen import mlir
+from hlogen import types as T
 from hlogen.backends import Backend
 from hlogen.computation import Computation
 from hlogen.errors import ExecutionError
 from hlogen.ops import collectives
-from hlogen.runtime.arrays import (check_signature, flatten_arguments, leaf_shapes, replica_lists,
+from hlogen.runtime.arrays import (check_signature, flatten_arguments, replica_lists,
                                    replicated_call_error, structure_results)
 from hlogen.runtime.execution import Prepared, prepare
 
@@ -52,7 +53,7 @@ class Interpreted:
         start = time.perf_counter()
         self._prepared, self._module = _prepare_cached(computation, backend, num_replicas)
         self.compile_seconds = time.perf_counter() - start
-        self._params = leaf_shapes(computation.parameter_shapes)
+        self._params = T.leaf_shapes(computation.parameter_shapes)
 
     def __repr__(self) -> str:
         replicas = f" x {self.num_replicas} replicas" if self.num_replicas > 1 else ""

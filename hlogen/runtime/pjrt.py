@@ -21,7 +21,7 @@ from hlogen.computation import Computation
 from hlogen.errors import ExecutionError, HlogenError, UnsupportedError
 from hlogen.ops.collectives import MAX_REPLICAS
 from hlogen.runtime import _jaxlib
-from hlogen.runtime.arrays import (check_signature, flatten_arguments, leaf_shapes,
+from hlogen.runtime.arrays import (check_signature, flatten_arguments,
                                    native, replica_lists, replicated_call_error,
                                    structure_results)
 from hlogen.runtime.execution import prepare
@@ -136,8 +136,8 @@ class Executable:
         self.compile_seconds = time.perf_counter() - start
         # PJRT results are read as they are, one per leaf (execution.prepare's wrapper
         # flattens tuples): a disk cache hit needs nothing of the pipeline.
-        flat_in = leaf_shapes(computation.parameter_shapes)
-        flat_out = leaf_shapes(computation.result_shapes)
+        flat_in = T.leaf_shapes(computation.parameter_shapes)
+        flat_out = T.leaf_shapes(computation.result_shapes)
         self._one_plain_result = (len(computation.result_shapes) == 1 and
                                   not isinstance(computation.result_shapes[0], T.TupleShape))
         if self.num_replicas > 1:
