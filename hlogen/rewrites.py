@@ -31,7 +31,7 @@ from jaxlib.mlir import ir
 from hlogen import mlir, semantics
 from hlogen import types as T
 from hlogen.builder import InsertingBuilder, Op
-from hlogen.ops import collectives
+from hlogen.ops import collectives, elementwise
 
 
 @dataclasses.dataclass(frozen=True)
@@ -174,7 +174,8 @@ def _narrow_float_result(op) -> bool:
     return shape is not None and shape.element_type.is_narrow_float
 
 
-for _name in semantics.ROUNDING_IN_F32:
+for _name in [row.mlir for row in elementwise.UNARY.values()
+              if row.narrow is elementwise.Narrow.ROUNDED_IN_F32]:
     @rule(XLA_SEMANTICS, _name, "XLA rounds narrow floats in f32 (the interpreter returns NaN "
           "for f8e3m4's)", _narrow_float_result)
     def _rounding(b, op, operands):

@@ -169,10 +169,3 @@ def reduce_precision(emitter, shape: T.Shape, x, exponent_bits: int, mantissa_bi
 
 def _i32(value: int) -> ir.Attribute:
     return ir.IntegerAttr.get(ir.IntegerType.get_signless(32, context=mlir.context()), value)
-
-
-# Narrow floats' rounding to integers, computed in f32 (exact there) in loaded modules
-# too: the interpreter returns NaN for f8e3m4's (hlogen.ops.elementwise emits the
-# transcendental functions so as well, as XLA CPU computes them).
-ROUNDING_IN_F32 = ("stablehlo.ceil", "stablehlo.floor", "stablehlo.round_nearest_afz",
-                   "stablehlo.round_nearest_even")

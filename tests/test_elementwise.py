@@ -19,7 +19,8 @@ def _accepting(kinds):
 
 
 def _binary_cases():
-    for name, (_, _, kinds) in E.BINARY_ARITHMETIC.items():
+    for name, row in E.BINARY_ARITHMETIC.items():
+        kinds = row.kinds
         if name == "complex":
             continue
         int_ref, float_ref, pred_ref, _ = R.BINARY[name]
@@ -139,7 +140,8 @@ def test_total_order_matches_the_spec_chain():
 
 
 def _unary_cases():
-    for name, (_, _, kinds, _) in E.UNARY.items():
+    for name, row in E.UNARY.items():
+        kinds = row.kinds
         int_ref, float_ref, _ = R.UNARY[name]
         for et in _accepting(kinds):
             if (int_ref if et.is_integer else float_ref) is not None:
@@ -148,8 +150,8 @@ def _unary_cases():
 
 
 def _result_type(name, et):
-    rule = E.UNARY[name][3]
-    return {E.SAME: et, E.PRED_RESULT: hg.pred, E.COMPONENT: et.component}[rule]
+    rule = E.UNARY[name].result
+    return {E.Result.SAME: et, E.Result.PRED: hg.pred, E.Result.COMPONENT: et.component}[rule]
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -14,6 +14,9 @@ are computed in f32 (as XLA CPU does), and PopulationCount of s4 counts u4 bits.
 """
 from __future__ import annotations
 
+import dataclasses
+import enum
+
 from hlogen import semantics
 from hlogen import types as T
 from hlogen.broadcasting import binary_broadcast, broadcast_shapes_exactly
@@ -28,24 +31,45 @@ from hlogen.ops._common import (ANY, ARITHMETIC, COMPLEX, FLOAT, FLOATING, INTEG
 
 # -- binary arithmetic ------------------------------------------------------------------
 
-# python name: (spec name, MLIR op, element kinds accepted)
+class Narrow(enum.Enum):
+    """How an op computes narrow floats (f4, f6, f8)."""
+    AS_IS = "as it is"
+    # in f32 and rounded back, as XLA CPU does: computed in f8 itself, intermediate values
+    # overflow (exp(7) > 448), XLA CPU's f8 atan2 is off by ulps, and chlo.erf has no f8
+    # lowering at all
+    IN_F32 = "in f32"
+    # rounding to integers, in f32 (exact there) in loaded modules too: the interpreter
+    # returns NaN for f8e3m4's (hlogen.rewrites applies it to loaded modules)
+    ROUNDED_IN_F32 = "rounded in f32"
+
+
+@dataclasses.dataclass(frozen=True)
+class Binary:
+    spec: str             # the spec's name: Add
+    mlir: str             # the StableHLO op: stablehlo.add
+    kinds: frozenset      # element kinds accepted
+    narrow: Narrow = Narrow.AS_IS
+
+
+# python name -> its row
 BINARY_ARITHMETIC = {
-    "add": ("Add", "stablehlo.add", ARITHMETIC | {PRED}),
-    "sub": ("Sub", "stablehlo.subtract", ARITHMETIC),
-    "mul": ("Mul", "stablehlo.multiply", ARITHMETIC | {PRED}),
-    "div": ("Div", "stablehlo.divide", ARITHMETIC),
-    "pow": ("Pow", "stablehlo.power", ARITHMETIC),
-    "rem": ("Rem", "stablehlo.remainder", INTEGER | {FLOAT}),
-    "max": ("Max", "stablehlo.maximum", ANY),
-    "min": ("Min", "stablehlo.minimum", ANY),
-    "and_": ("And", "stablehlo.and", LOGICAL),
-    "or_": ("Or", "stablehlo.or", LOGICAL),
-    "xor": ("Xor", "stablehlo.xor", LOGICAL),
-    "shift_left": ("ShiftLeft", "stablehlo.shift_left", INTEGER),
-    "shift_right_arithmetic": ("ShiftRightArithmetic", "stablehlo.shift_right_arithmetic", INTEGER),
-    "shift_right_logical": ("ShiftRightLogical", "stablehlo.shift_right_logical", INTEGER),
-    "atan2": ("Atan2", "stablehlo.atan2", FLOATING),
-    "complex": ("Complex", "stablehlo.complex", frozenset({FLOAT})),
+    "add": Binary("Add", "stablehlo.add", ARITHMETIC | {PRED}),
+    "sub": Binary("Sub", "stablehlo.subtract", ARITHMETIC),
+    "mul": Binary("Mul", "stablehlo.multiply", ARITHMETIC | {PRED}),
+    "div": Binary("Div", "stablehlo.divide", ARITHMETIC),
+    "pow": Binary("Pow", "stablehlo.power", ARITHMETIC),
+    "rem": Binary("Rem", "stablehlo.remainder", INTEGER | {FLOAT}),
+    "max": Binary("Max", "stablehlo.maximum", ANY),
+    "min": Binary("Min", "stablehlo.minimum", ANY),
+    "and_": Binary("And", "stablehlo.and", LOGICAL),
+    "or_": Binary("Or", "stablehlo.or", LOGICAL),
+    "xor": Binary("Xor", "stablehlo.xor", LOGICAL),
+    "shift_left": Binary("ShiftLeft", "stablehlo.shift_left", INTEGER),
+    "shift_right_arithmetic": Binary("ShiftRightArithmetic", "stablehlo.shift_right_arithmetic",
+                                     INTEGER),
+    "shift_right_logical": Binary("ShiftRightLogical", "stablehlo.shift_right_logical", INTEGER),
+    "atan2": Binary("Atan2", "stablehlo.atan2", FLOATING, Narrow.IN_F32),
+    "complex": Binary("Complex", "stablehlo.complex", frozenset({FLOAT})),
 }
 
 # Complex(lhs, rhs) is the one binary op whose result type differs from its operands'.
@@ -78,8 +102,9 @@ def _binary_operands(name, lhs, rhs, broadcast_dimensions, kinds):
 
 
 def _binary_op(name, lhs, rhs, broadcast_dimensions):
-    _, mlir_name, kinds = BINARY_ARITHMETIC[name]
-    et, shape, lhs, rhs = _binary_operands(name, lhs, rhs, broadcast_dimensions, kinds)
+    row = BINARY_ARITHMETIC[name]
+    mlir_name = row.mlir
+    et, shape, lhs, rhs = _binary_operands(name, lhs, rhs, broadcast_dimensions, row.kinds)
     if name == "complex":
         if et.name not in _COMPLEX_OF:
             raise ShapeError(f"complex: operands must be f32 or f64, got {lhs.shape} and {rhs.shape}")
@@ -87,7 +112,7 @@ def _binary_op(name, lhs, rhs, broadcast_dimensions):
         shape = shape.with_element_type(et)
     if name in ("div", "rem") and et.is_integer:
         return _integer_division(name, mlir_name, shape, lhs, rhs)
-    if name == "atan2" and et.is_narrow_float:  # in f32, as the unary functions below
+    if row.narrow is not Narrow.AS_IS and et.is_narrow_float:
         return Op(lhs.builder, semantics.in_f32(lhs.builder, mlir_name, shape,
                                                 [lhs.value, rhs.value]), shape)
     return lhs.builder.add_op(mlir_name, shape, [lhs, rhs])
@@ -107,6 +132,7 @@ COMPARISONS = {
     "gt": ("Gt", "GT"), "le": ("Le", "LE"), "lt": ("Lt", "LT"),
 }
 
+
 def _compare(name, lhs, rhs, broadcast_dimensions, total_order):
     direction = COMPARISONS[name.removesuffix("_total_order")][1]
     et, shape, lhs, rhs = _binary_operands(name, lhs, rhs, broadcast_dimensions, ANY)
@@ -125,61 +151,70 @@ def _compare(name, lhs, rhs, broadcast_dimensions, total_order):
 
 # -- unary functions --------------------------------------------------------------------
 
-SAME, PRED_RESULT, COMPONENT = "same", "pred", "component"
+class Result(enum.Enum):
+    """A unary function's result element type."""
+    SAME = "the operand's"
+    PRED = "pred"
+    COMPONENT = "the operand's real component type"
 
-# python name: (spec name, MLIR op, element kinds accepted, result element type)
+
+@dataclasses.dataclass(frozen=True)
+class Unary:
+    spec: str
+    mlir: str
+    kinds: frozenset
+    result: Result = Result.SAME
+    narrow: Narrow = Narrow.AS_IS
+
+
+_F = frozenset({FLOAT})
+# python name -> its row
 UNARY = {
-    "abs": ("Abs", "stablehlo.abs", ARITHMETIC, COMPONENT),
-    "cbrt": ("Cbrt", "stablehlo.cbrt", {FLOAT}, SAME),  # XLA has no complex Cbrt
-    "ceil": ("Ceil", "stablehlo.ceil", {FLOAT}, SAME),
-    "clz": ("Clz", "stablehlo.count_leading_zeros", INTEGER, SAME),
-    "cos": ("Cos", "stablehlo.cosine", FLOATING, SAME),
-    "erf": ("Erf", "chlo.erf", {FLOAT}, SAME),
-    "exp": ("Exp", "stablehlo.exponential", FLOATING, SAME),
-    "expm1": ("Expm1", "stablehlo.exponential_minus_one", FLOATING, SAME),
-    "floor": ("Floor", "stablehlo.floor", {FLOAT}, SAME),
-    "imag": ("Imag", "stablehlo.imag", FLOATING, COMPONENT),
-    "is_finite": ("IsFinite", "stablehlo.is_finite", {FLOAT}, PRED_RESULT),
-    "log": ("Log", "stablehlo.log", FLOATING, SAME),
-    "log1p": ("Log1p", "stablehlo.log_plus_one", FLOATING, SAME),
-    "logistic": ("Logistic", "stablehlo.logistic", FLOATING, SAME),
-    "neg": ("Neg", "stablehlo.negate", ARITHMETIC, SAME),
-    "not_": ("Not", "stablehlo.not", LOGICAL, SAME),
-    "population_count": ("PopulationCount", "stablehlo.popcnt", INTEGER, SAME),
-    "real": ("Real", "stablehlo.real", FLOATING, COMPONENT),
-    "round": ("Round", "stablehlo.round_nearest_afz", {FLOAT}, SAME),
-    "round_nearest_even": ("RoundNearestEven", "stablehlo.round_nearest_even", {FLOAT}, SAME),
-    "rsqrt": ("Rsqrt", "stablehlo.rsqrt", FLOATING, SAME),
-    "sign": ("Sign", "stablehlo.sign", ARITHMETIC, SAME),
-    "sin": ("Sin", "stablehlo.sine", FLOATING, SAME),
-    "sqrt": ("Sqrt", "stablehlo.sqrt", FLOATING, SAME),
-    "tan": ("Tan", "stablehlo.tan", FLOATING, SAME),
-    "tanh": ("Tanh", "stablehlo.tanh", FLOATING, SAME),
+    "abs": Unary("Abs", "stablehlo.abs", ARITHMETIC, Result.COMPONENT),
+    "cbrt": Unary("Cbrt", "stablehlo.cbrt", _F, narrow=Narrow.IN_F32),  # XLA: no complex Cbrt
+    "ceil": Unary("Ceil", "stablehlo.ceil", _F, narrow=Narrow.ROUNDED_IN_F32),
+    "clz": Unary("Clz", "stablehlo.count_leading_zeros", INTEGER),
+    "cos": Unary("Cos", "stablehlo.cosine", FLOATING, narrow=Narrow.IN_F32),
+    "erf": Unary("Erf", "chlo.erf", _F, narrow=Narrow.IN_F32),
+    "exp": Unary("Exp", "stablehlo.exponential", FLOATING, narrow=Narrow.IN_F32),
+    "expm1": Unary("Expm1", "stablehlo.exponential_minus_one", FLOATING, narrow=Narrow.IN_F32),
+    "floor": Unary("Floor", "stablehlo.floor", _F, narrow=Narrow.ROUNDED_IN_F32),
+    "imag": Unary("Imag", "stablehlo.imag", FLOATING, Result.COMPONENT),
+    "is_finite": Unary("IsFinite", "stablehlo.is_finite", _F, Result.PRED),
+    "log": Unary("Log", "stablehlo.log", FLOATING, narrow=Narrow.IN_F32),
+    "log1p": Unary("Log1p", "stablehlo.log_plus_one", FLOATING, narrow=Narrow.IN_F32),
+    "logistic": Unary("Logistic", "stablehlo.logistic", FLOATING, narrow=Narrow.IN_F32),
+    "neg": Unary("Neg", "stablehlo.negate", ARITHMETIC),
+    "not_": Unary("Not", "stablehlo.not", LOGICAL),
+    "population_count": Unary("PopulationCount", "stablehlo.popcnt", INTEGER),
+    "real": Unary("Real", "stablehlo.real", FLOATING, Result.COMPONENT),
+    "round": Unary("Round", "stablehlo.round_nearest_afz", _F, narrow=Narrow.ROUNDED_IN_F32),
+    "round_nearest_even": Unary("RoundNearestEven", "stablehlo.round_nearest_even", _F,
+                                narrow=Narrow.ROUNDED_IN_F32),
+    "rsqrt": Unary("Rsqrt", "stablehlo.rsqrt", FLOATING, narrow=Narrow.IN_F32),
+    "sign": Unary("Sign", "stablehlo.sign", ARITHMETIC),
+    "sin": Unary("Sin", "stablehlo.sine", FLOATING, narrow=Narrow.IN_F32),
+    "sqrt": Unary("Sqrt", "stablehlo.sqrt", FLOATING, narrow=Narrow.IN_F32),
+    "tan": Unary("Tan", "stablehlo.tan", FLOATING, narrow=Narrow.IN_F32),
+    "tanh": Unary("Tanh", "stablehlo.tanh", FLOATING, narrow=Narrow.IN_F32),
 }
 
 
-# Transcendental functions of narrow floats (f4, f6, f8) are computed in f32 and rounded
-# back, as XLA CPU does: computed in f8 itself, intermediate values overflow (exp(7) >
-# 448), XLA CPU's f8 atan2 is off by ulps, and chlo.erf has no f8 lowering at all.
-# Rounding to integers too (semantics.ROUNDING_IN_F32, for loaded modules as well).
-_NARROW_IN_F32 = {"cbrt", "cos", "erf", "exp", "expm1", "log", "log1p", "logistic", "rsqrt",
-                  "sin", "sqrt", "tan", "tanh"}
-
-
 def _unary_op(name, operand):
-    _, mlir_name, kinds, result = UNARY[name]
-    et = check_kind(name, "operand", operand, kinds)
+    row = UNARY[name]
+    mlir_name = row.mlir
+    et = check_kind(name, "operand", operand, row.kinds)
     if et.kind == UNSIGNED and name in ("abs", "sign"):
         # XLA: |x| = x and sgn(x) = min(x, 1) for unsigned x; StableHLO has neither.
         return operand if name == "abs" else _binary_op("min", operand, 1, ())
-    if et.is_narrow_float and (name in _NARROW_IN_F32 or mlir_name in semantics.ROUNDING_IN_F32):
+    if et.is_narrow_float and row.narrow is not Narrow.AS_IS:
         return Op(operand.builder, semantics.in_f32(operand.builder, mlir_name, operand.shape,
                                                     [operand.value]), operand.shape)
     if name == "population_count" and et.name == "s4":
         # XLA CPU sign-extends s4 before counting (popcnt(-8) = 5); count the u4 bits.
         unsigned = _unary_op(name, bitcast_convert_type(operand, T.u4))
         return bitcast_convert_type(unsigned, et)
-    result_et = {SAME: et, PRED_RESULT: T.pred, COMPONENT: et.component}[result]
+    result_et = {Result.SAME: et, Result.PRED: T.pred, Result.COMPONENT: et.component}[row.result]
     shape = T.Shape(result_et, operand.shape.dimensions)
     return operand.builder.add_op(mlir_name, shape, [operand])
 
@@ -265,11 +300,11 @@ def _publish(name, function):
 
 
 __all__ = ["select", "clamp"]
-for _name, (_spec, _, _) in BINARY_ARITHMETIC.items():
-    _publish(_name, _make_binary(_name, _spec))
+for _name, _row in BINARY_ARITHMETIC.items():
+    _publish(_name, _make_binary(_name, _row.spec))
 for _name, (_spec, _) in COMPARISONS.items():
     _publish(_name, _make_compare(_name, _spec, False))
     _publish(f"{_name}_total_order", _make_compare(f"{_name}_total_order", f"{_spec}TotalOrder", True))
-for _name, (_spec, _, _, _) in UNARY.items():
-    _publish(_name, _make_unary(_name, _spec))
-del _name, _spec
+for _name, _row in UNARY.items():
+    _publish(_name, _make_unary(_name, _row.spec))
+del _name, _spec, _row
