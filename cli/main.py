@@ -210,7 +210,7 @@ def opt(file, pipeline, mlir_pipeline, fmt, target_version, output, force, print
     passes.steps(chosen)  # a bad name is refused before standard input is read
     path = outputs.checked(output, "-o", force) if output != "-" else None
     comp = sources.load_mlir(file)
-    steps = sources.single_passes(chosen) if print_ir_after_all else [chosen]
+    steps = passes.single_passes(chosen) if print_ir_after_all else [chosen]
     for name in steps:
         comp = passes.run(comp, name)
         if print_ir_after_all:

@@ -10,7 +10,6 @@ import sys
 import traceback
 
 import hlogen as hg
-from hlogen import passes
 from hlogen.errors import InputError
 from hlogen.function import deferred_errors
 from hlogen.loading import load_bytes, with_entry
@@ -90,49 +89,6 @@ def load_mlir(path: str) -> hg.Computation:
     process, whose parser ends the process on some malformed modules."""
     data, where = read_module(path)
     return load_bytes(data, where, isolated=True, file=_regular_file(path))
-
-
-def single_passes(pipeline: str) -> list[str]:
-    """A pipeline as one step per pass (named pipelines expanded), for dumps after each."""
-    text = pipeline.strip()
-    if text.startswith("builtin.module(") and text.endswith(")"):
-        return [f"builtin.module({p})" for p in _passes_of(text[len("builtin.module("):-1])]
-    passes.steps(text)  # unknown names are refused here, with the list of known ones
-    out = []
-    for name in [n.strip() for n in text.split(",") if n.strip()]:
-        if name in passes.PIPELINES:
-            out += [f"builtin.module({p})" for p in _passes_of(passes.PIPELINES[name])]
-        else:
-            out.append(name)
-    return out
-
-
-def _passes_of(body: str) -> list[str]:
-    """'func.func(a,b),c' -> ['func.func(a)', 'func.func(b)', 'c']."""
-    out = []
-    for item in _split_top(body):
-        m = item.find("(")
-        brace = item.find("{")
-        if m > 0 and (brace < 0 or m < brace) and item.endswith(")"):
-            anchor = item[:m]
-            out += [f"{anchor}({p})" for p in _passes_of(item[m + 1:-1])]
-        elif item:
-            out.append(item)
-    return out
-
-
-def _split_top(text: str) -> list[str]:
-    parts, depth, start = [], 0, 0
-    for i, ch in enumerate(text):
-        if ch in "({":
-            depth += 1
-        elif ch in ")}":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            parts.append(text[start:i].strip())
-            start = i + 1
-    parts.append(text[start:].strip())
-    return [p for p in parts if p]
 
 
 def computation_from(path: str, function: str | None) -> hg.Computation:

@@ -179,6 +179,22 @@ def op_names(module: ir.Module) -> list[str]:
     return [op.name for op in walk(module)]
 
 
+def split_top_level(text: str, sep: str = ",") -> list[str]:
+    """`text` split on `sep` outside brackets (an arrow's `>` is no bracket), each part
+    stripped."""
+    parts, depth, start = [], 0, 0
+    for i, c in enumerate(text):
+        if c in "[({<":
+            depth += 1
+        elif c in "])}>" and not (c == ">" and text[i - 1] == "-"):
+            depth -= 1
+        elif c == sep and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return [p.strip() for p in parts]
+
+
 # -- the structure of a module -------------------------------------------------------------
 
 def symbol_name(op) -> str:

@@ -51,6 +51,35 @@ def steps(pipeline: str) -> list:
     return [f"builtin.module({','.join(s)})" if isinstance(s, list) else s for s in result]
 
 
+def single_passes(pipeline: str) -> list[str]:
+    """A pipeline as one step per pass (named pipelines expanded), for dumps after each."""
+    text = pipeline.strip()
+    if text.startswith("builtin.module(") and text.endswith(")"):
+        return [f"builtin.module({p})" for p in _passes_of(text[len("builtin.module("):-1])]
+    steps(text)  # unknown names are refused here, with the list of known ones
+    out = []
+    for name in [n.strip() for n in text.split(",") if n.strip()]:
+        if name in PIPELINES:
+            out += [f"builtin.module({p})" for p in _passes_of(PIPELINES[name])]
+        else:
+            out.append(name)
+    return out
+
+
+def _passes_of(body: str) -> list[str]:
+    """'func.func(a,b),c' -> ['func.func(a)', 'func.func(b)', 'c']."""
+    out = []
+    for item in mlir.split_top_level(body):
+        m = item.find("(")
+        brace = item.find("{")
+        if m > 0 and (brace < 0 or m < brace) and item.endswith(")"):
+            anchor = item[:m]
+            out += [f"{anchor}({p})" for p in _passes_of(item[m + 1:-1])]
+        elif item:
+            out.append(item)
+    return out
+
+
 def run(computation: Computation, pipeline: str = "default") -> Computation:
     """A new Computation: `computation` after `pipeline` (the original is unchanged)."""
     if not isinstance(computation, Computation):

@@ -18,6 +18,7 @@ import dataclasses
 import os
 import re
 
+from hlogen import mlir
 from hlogen.errors import InputError
 
 SPLIT = re.compile(r"^// -----\s*$", re.M)
@@ -144,21 +145,6 @@ _NAMED = re.compile(r"(tolerance|max_ulp_difference|min_ulp_difference)\s*=\s*"
                     r"([-+0-9.eE]+)(?:\s*:\s*\w+)?")
 
 
-def _split_top(text: str, sep: str = ",") -> list[str]:
-    """`text` split on `sep` outside brackets."""
-    parts, depth, start = [], 0, 0
-    for i, c in enumerate(text):
-        if c in "[({<":
-            depth += 1
-        elif c in "])}>" and not (c == ">" and text[i - 1] == "-"):
-            depth -= 1
-        elif c == sep and depth == 0:
-            parts.append(text[start:i])
-            start = i + 1
-    parts.append(text[start:])
-    return [p.strip() for p in parts]
-
-
 def rewrite_checks(text: str, where: str) -> tuple[str, list[dict]]:
     """`text` with every check-dialect statement replaced by the testdata form
     (`stablehlo.custom_call @check.NAME(actual, expected)`, a constant first for the
@@ -202,8 +188,8 @@ def _parse_check(statement: str):
         params[key] = float(value)
     g = _GENERIC.match(statement)
     if g:
-        operands = _split_top(g.group("operands"))
-        types = _split_top(g.group("types"))
+        operands = mlir.split_top_level(g.group("operands"))
+        types = mlir.split_top_level(g.group("types"))
         props = g.group("props") or g.group("attrs") or ""
         if len(operands) == 2:
             return g.group("name"), operands[0], operands[1], types[0], params
@@ -218,15 +204,15 @@ def _parse_check(statement: str):
     rest = re.sub(r"\{[^{}]*\}\s*$", "", rest.strip()).strip()  # a trailing attribute dict
     if name.endswith("_const"):
         # `dense<...> : TYPE`
-        parts = _split_top(rest, ":")
+        parts = mlir.split_top_level(rest, ":")
         if len(parts) < 2:
             raise ValueError("no type after the constant")
         value, type_ = parts[0], parts[1].split(",")[0].strip()
         return name, lhs, (value, type_), type_, params
     # `%rhs[, named = value...] : TYPE[, TYPE]`
     head, _, types = rest.partition(":")
-    rhs = _split_top(head)[0]
-    type_ = _split_top(types)[0]
+    rhs = mlir.split_top_level(head)[0]
+    type_ = mlir.split_top_level(types)[0]
     return name, lhs, rhs, type_, params
 
 
