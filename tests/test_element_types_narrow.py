@@ -16,7 +16,8 @@ import pytest
 import hlogen as hg
 from hlogen import ops
 from tests import references as R
-from tests.helpers import BACKENDS, NARROW_TYPES, assert_close, bits_equal, run, single_op
+from tests.helpers import (BACKENDS, NARROW_TYPES, WRONG_TYPES, assert_close, bits_equal, run,
+                           single_op)
 from tests.ulp import ulp_distance
 
 NEW_TYPES = {  # XLA name: (MLIR name, ml_dtypes type)
@@ -35,16 +36,8 @@ NEW_TYPES = {  # XLA name: (MLIR name, ml_dtypes type)
 TYPES = [hg.ELEMENT_TYPES[name] for name in NARROW_TYPES]
 
 
-# What each backend gets wrong, as seen on jaxlib 0.10.2 (stated here, not read from
-# hlogen.backends, which must refuse exactly these): XLA CPU fails to compile f6 and
-# ends the process on an f6 constant; the interpreter rounds the largest finite f4/f6
-# value to 0 and gives f8e8m0fnu numbers where it has NaN.
-_WRONG = {"cpu": {"f6e2m3fn", "f6e3m2fn"},
-          "interpret": {"f4e2m1fn", "f6e2m3fn", "f6e3m2fn", "f8e8m0fnu"}}
-
-
 def _limit(et, backend):
-    return et.name in _WRONG[backend] or None
+    return et.name in WRONG_TYPES[backend] or None
 
 
 # (type, backend) pairs a backend runs; the others are refused (test_refused_...)
