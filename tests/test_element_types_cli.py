@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import hlogen as hg
+from tests.helpers import WRONG_TYPES
 
 HLOGEN = pathlib.Path(sys.executable).with_name("hlogen")
 
@@ -33,14 +34,9 @@ def hlogen(folder, *args):
                           text=True, env=env, timeout=300)
 
 
-# what each backend gets wrong (tests/test_element_types_narrow.py says why)
-_WRONG = {"cpu": {"f6e2m3fn", "f6e3m2fn"},
-          "interpret": {"f4e2m1fn", "f6e2m3fn", "f6e3m2fn", "f8e8m0fnu"}}
-
-
 def _backend(et):
     """A backend that runs `et` (None: neither does)."""
-    return next((b for b in ("cpu", "interpret") if et.name not in _WRONG[b]), None)
+    return next((b for b in ("cpu", "interpret") if et.name not in WRONG_TYPES[b]), None)
 
 
 @pytest.mark.parametrize("name", list(VALUES))

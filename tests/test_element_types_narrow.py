@@ -15,9 +15,10 @@ import pytest
 
 import hlogen as hg
 from hlogen import ops
-from hlogen.conformance.judge import ulp_distance
 from tests import references as R
-from tests.helpers import BACKENDS, NARROW_TYPES, assert_close, bits_equal, run, single_op
+from tests.helpers import (BACKENDS, NARROW_TYPES, WRONG_TYPES, assert_close, bits_equal, run,
+                           single_op)
+from tests.ulp import ulp_distance
 
 NEW_TYPES = {  # XLA name: (MLIR name, ml_dtypes type)
     "f8e4m3": ("f8E4M3", ml_dtypes.float8_e4m3),
@@ -35,16 +36,8 @@ NEW_TYPES = {  # XLA name: (MLIR name, ml_dtypes type)
 TYPES = [hg.ELEMENT_TYPES[name] for name in NARROW_TYPES]
 
 
-# What each backend gets wrong, as seen on jaxlib 0.10.2 (stated here, not read from
-# hlogen.backends, which must refuse exactly these): XLA CPU fails to compile f6 and
-# ends the process on an f6 constant; the interpreter rounds the largest finite f4/f6
-# value to 0 and gives f8e8m0fnu numbers where it has NaN.
-_WRONG = {"cpu": {"f6e2m3fn", "f6e3m2fn"},
-          "interpret": {"f4e2m1fn", "f6e2m3fn", "f6e3m2fn", "f8e8m0fnu"}}
-
-
 def _limit(et, backend):
-    return et.name in _WRONG[backend] or None
+    return et.name in WRONG_TYPES[backend] or None
 
 
 # (type, backend) pairs a backend runs; the others are refused (test_refused_...)
@@ -388,7 +381,7 @@ def test_random_bits_of_a_width_no_integer_has_are_refused():
 @pytest.mark.parametrize("et", [hg.s2, hg.u2, hg.f4e2m1fn, hg.f8e4m3fnuz])
 def test_random_bits_of_narrow_types_agree_on_both_backends(et):
     """The same bits on XLA CPU and the interpreter; where the interpreter refuses the
-    type (f4), its bits are those of the unsigned type of the width."""
+    type (f4), its bits are those of u4, the unsigned type of its width."""
     def bits(of, backend):
         b = hg.Builder("bits")
         _, data = ops.rng_bit_generator("THREE_FRY", b.parameter(hg.u64[2], "state"),
@@ -396,7 +389,6 @@ def test_random_bits_of_narrow_types_agree_on_both_backends(et):
         return run(b.build(data), backend, np.array([1, 2], np.uint64)).view(np.uint8)
 
     got = bits(et, "cpu")
-    want = bits(hg.types.UNSIGNED_OF_WIDTH[et.bits] if _limit(et, "interpret") else et,
-                "interpret")
+    want = bits(hg.u4 if _limit(et, "interpret") else et, "interpret")
     assert bits_equal(got, want), (got, want)
     assert len(np.unique(got)) > 1

@@ -1,5 +1,6 @@
 """Every element-wise op, every element type it takes, on PJRT and on the reference
-interpreter, against the independent references in references.py."""
+interpreter, against the independent references in references.py. Which types an op
+takes and what it returns: tests/spec_elementwise.py, written from the specs."""
 from __future__ import annotations
 
 import numpy as np
@@ -7,37 +8,39 @@ import pytest
 
 import hlogen as hg
 from hlogen import ops
-from hlogen.ops import elementwise as E
+from hlogen.ops import elementwise
 from tests import references as R
+from tests import spec_elementwise as S
 from tests.helpers import BACKENDS, EVERY_TYPE, assert_close, run, run_both, single_op
 
 ALL_TYPES = EVERY_TYPE  # the narrow new types: tests/test_element_types_narrow.py
 
 
-def _accepting(kinds):
-    return [t for t in ALL_TYPES if t.kind in kinds]
+def _class(et) -> str:
+    return S.element_class(et.name)
 
 
 def _binary_cases():
-    for name, row in E.BINARY_ARITHMETIC.items():
-        kinds = row.kinds
+    for name in S.BINARY:
         if name == "complex":
-            continue
+            continue  # test_complex
         int_ref, float_ref, pred_ref, _ = R.BINARY[name]
-        for et in _accepting(kinds):
-            ref = {"pred": pred_ref, "complex": float_ref, "float": float_ref}.get(et.kind, int_ref)
-            if ref is not None and not (name == "atan2" and et.kind == "complex"):
-                yield pytest.param(name, et, id=f"{name}-{et.name}")
+        for et in ALL_TYPES:
+            if not S.accepts(name, et.name) or (name == "atan2" and _class(et) == S.COMPLEX):
+                continue  # complex atan2: test_complex_atan2_backends_agree
+            ref = {S.PRED: pred_ref, S.SIGNED: int_ref, S.UNSIGNED: int_ref}.get(_class(et), float_ref)
+            assert ref is not None, f"no reference for {name} of {et.name}"
+            yield pytest.param(name, et, id=f"{name}-{et.name}")
 
 
 def _known_deviation(name, et, backend, lhs, rhs):
     """Pairs a backend computes differently from the spec (see the known-deviation
     tests below); the rest of the domain is compared as usual."""
-    if name == "pow" and et.is_integer and backend == "cpu":
+    if name == "pow" and _class(et) in S.INTEGER and backend == "cpu":
         return rhs.astype(np.float64) >= 64
-    if name in ("max", "min") and et.kind == "complex" and backend == "cpu":
+    if name in ("max", "min") and _class(et) == S.COMPLEX and backend == "cpu":
         return lhs.real == rhs.real
-    if name == "pow" and et.kind == "complex":
+    if name == "pow" and _class(et) == S.COMPLEX:
         return lhs == 0  # 0 ** z: the backends disagree with each other and with numpy
     return np.zeros(lhs.shape, bool)
 
@@ -51,14 +54,14 @@ def test_binary_arithmetic(name, et, backend):
     lhs, rhs = lhs[keep], rhs[keep]
     comp = single_op(getattr(ops, name), hg.Shape(et, lhs.shape), hg.Shape(et, rhs.shape))
     got = run(comp, backend, lhs, rhs)
-    if et.kind == "pred":
+    if _class(et) == S.PRED:
         expected = pred_ref(lhs, rhs)
-    elif et.is_integer:
+    elif _class(et) in S.INTEGER:
         expected = int_ref(lhs, rhs, et)
     else:
         expected = float_ref(lhs, rhs, et)
         # complex products and quotients are computed differently by each backend
-        exact = exact and not (et.kind == "complex" and name in ("mul", "div"))
+        exact = exact and not (_class(et) == S.COMPLEX and name in ("mul", "div"))
     assert_close(got, expected, et.name, exact, f"{name} {et.name} on {backend}")
 
 
@@ -95,20 +98,19 @@ def test_complex_atan2_backends_agree(et):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("et", [hg.f32, hg.f64])
+@pytest.mark.parametrize("et", [t for t in ALL_TYPES if S.accepts("complex", t.name)], ids=str)
 def test_complex(et, backend):
     lhs, rhs = R.pairs(et)
     comp = single_op(ops.complex, hg.Shape(et, lhs.shape), hg.Shape(et, rhs.shape))
     got = run(comp, backend, lhs, rhs)
     expected = R._float_complex(lhs, rhs).astype(got.dtype)
-    assert got.dtype == (np.complex64 if et is hg.f32 else np.complex128)
+    assert got.dtype == hg.ELEMENT_TYPES[S.result_type("complex", et.name)].dtype
     np.testing.assert_array_equal(got.real, expected.real)
     np.testing.assert_array_equal(got.imag, expected.imag)
 
 
-# complex numbers are ordered by no comparison: only eq and ne take them
 COMPARISON_CASES = [pytest.param(name, et, id=f"{et.name}-{name}") for et in ALL_TYPES
-                    for name in E.COMPARISONS if et.kind != "complex" or name in ("eq", "ne")]
+                    for name in R.COMPARE if S.accepts(name, et.name)]
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -118,10 +120,10 @@ def test_comparisons(name, et, total_order, backend):
     lhs, rhs = R.pairs(et)
     op = getattr(ops, f"{name}_total_order" if total_order else name)
     got = run(single_op(op, hg.Shape(et, lhs.shape), hg.Shape(et, rhs.shape)), backend, lhs, rhs)
-    if total_order and et.kind == "float":
+    if total_order and _class(et) == S.FLOAT:
         expected = R.total_order(R.COMPARE_KEYS[name])(lhs, rhs, et)
     else:
-        widen = R.wide if et.kind in ("float", "complex") else np.asarray
+        widen = R.wide if _class(et) in S.FLOATING else np.asarray
         expected = R.COMPARE[name](widen(lhs), widen(rhs))
     assert got.dtype == np.bool_
     np.testing.assert_array_equal(got, expected, err_msg=f"{name} {et.name} on {backend}")
@@ -140,18 +142,15 @@ def test_total_order_matches_the_spec_chain():
 
 
 def _unary_cases():
-    for name, row in E.UNARY.items():
-        kinds = row.kinds
+    for name in S.UNARY:
         int_ref, float_ref, _ = R.UNARY[name]
-        for et in _accepting(kinds):
-            if (int_ref if et.is_integer else float_ref) is not None:
-                yield pytest.param(name, et, id=f"{name}-{et.name}")
-    yield pytest.param("not_", hg.pred, id="not_-pred")
-
-
-def _result_type(name, et):
-    rule = E.UNARY[name].result
-    return {E.Result.SAME: et, E.Result.PRED: hg.pred, E.Result.COMPONENT: et.component}[rule]
+        for et in ALL_TYPES:
+            if not S.accepts(name, et.name):
+                continue
+            if _class(et) != S.PRED:  # Not of pred: compared with ~x
+                ref = int_ref if _class(et) in S.INTEGER else float_ref
+                assert ref is not None, f"no reference for {name} of {et.name}"
+            yield pytest.param(name, et, id=f"{name}-{et.name}")
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -160,14 +159,14 @@ def test_unary(name, et, backend):
     int_ref, float_ref, exact = R.UNARY[name]
     x = R.values(et)
     got = run(single_op(getattr(ops, name), hg.Shape(et, x.shape)), backend, x)
-    result_et = _result_type(name, et)
-    if et.kind == "pred":
-        expected = ~x
-    elif et.is_integer:
+    result_et = hg.ELEMENT_TYPES[S.result_type(name, et.name)]
+    if _class(et) == S.PRED:
+        expected = ~x  # Not, the one unary op of pred
+    elif _class(et) in S.INTEGER:
         expected = int_ref(x, result_et)
     else:
         expected = float_ref(x, result_et)
-        exact = exact and (et.kind != "complex" or name in ("neg", "real", "imag"))
+        exact = exact and (_class(et) != S.COMPLEX or name in ("neg", "real", "imag"))
     assert_close(got, expected, et.name, exact, f"{name} {et.name} on {backend}")
 
 
@@ -254,6 +253,54 @@ def test_python_operators(backend):
     got = run(comp, backend, x, y)
     for g, e in zip(got, (x + y, x - y, x * y, -x, x < y)):
         np.testing.assert_array_equal(g, e)
+
+
+# -- every element type, in and out of each op's domain (built, not run) -------------------
+
+def _parameters(et, count):
+    b = hg.Builder("domain")
+    return b, [b.parameter(hg.Shape(et, (2,)), f"p{i}") for i in range(count)]
+
+
+def test_the_table_names_every_element_wise_op():
+    assert set(S.TABLES) | {"select", "clamp"} == set(elementwise.__all__)
+
+
+@pytest.mark.parametrize("name", sorted(S.TABLES))
+def test_each_op_takes_its_domain_and_refuses_the_rest(name):
+    """Inside the domain: the result element type of the table, and a module that
+    verifies; outside: a ShapeError that names the op."""
+    op = getattr(ops, name)
+    for et in hg.ELEMENT_TYPES.values():
+        b, params = _parameters(et, 1 if name in S.UNARY else 2)
+        if S.accepts(name, et.name):
+            result = op(*params)
+            want = hg.ELEMENT_TYPES[S.result_type(name, et.name)]
+            assert result.shape == hg.Shape(want, (2,)), (name, et.name)
+            b.build(result)
+        else:
+            with pytest.raises(hg.ShapeError, match=rf"^{name}: "):
+                op(*params)
+
+
+def test_select_and_clamp_take_their_domains():
+    for et in hg.ELEMENT_TYPES.values():
+        cls = S.element_class(et.name)
+        b, (x, y, z) = _parameters(et, 3)
+        pred = b.parameter(hg.pred[2], "pred")
+        if cls not in S.SELECT_PRED:
+            with pytest.raises(hg.ShapeError, match=r"^select: pred must have element type pred"):
+                ops.select(x, y, z)
+        built = []
+        for name, row, make in (("select", S.SELECT, lambda: ops.select(pred, y, z)),
+                                ("clamp", S.CLAMP, lambda: ops.clamp(x, y, z))):
+            if cls in row.classes:
+                built.append(make())
+                assert built[-1].shape == hg.Shape(et, (2,)), (name, et.name)
+            else:
+                with pytest.raises(hg.ShapeError, match=rf"^{name}: "):
+                    make()
+        b.build(*built)
 
 
 # -- failure paths ------------------------------------------------------------------------

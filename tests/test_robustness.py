@@ -214,6 +214,19 @@ _UNSUPPORTED_BY_INTERPRETER = {
       return %0 : tensor<2xf32>""", "%a: tensor<2xf32>"),
 }
 
+# complex operands that StableHLO's verifier takes and a backend ends the process on
+COMPLEX_REMAINDER = module("""
+  %0 = stablehlo.remainder %a, %b : tensor<2xcomplex<f32>>
+  return %0 : tensor<2xcomplex<f32>>""", "%a: tensor<2xcomplex<f32>>, %b: tensor<2xcomplex<f32>>",
+                           "tensor<2xcomplex<f32>>")
+COMPLEX_LESS = module("""
+  %0 = stablehlo.compare LT, %a, %b : (tensor<2xcomplex<f32>>, tensor<2xcomplex<f32>>) -> tensor<2xi1>
+  return %0 : tensor<2xi1>""", "%a: tensor<2xcomplex<f32>>, %b: tensor<2xcomplex<f32>>", "tensor<2xi1>")
+
+# what the interpreter refuses (before running) of the modules above and below; it runs the
+# others of _UNSUPPORTED_BY_INTERPRETER, which all once aborted it
+_INTERPRETER_REFUSES = {"rng", "tuple_to_call", "other_dialect", "custom_call_in_reduce"}
+
 CUSTOM_CALL_IN_REDUCE = module("""
   %z = stablehlo.constant dense<0.0> : tensor<f32>
   %0 = "stablehlo.reduce"(%a, %z) ({
@@ -286,6 +299,13 @@ CRASHES = {
     "custom_call_in_reduce_interpret": _load(CUSTOM_CALL_IN_REDUCE,
                                              "hg.interpret(comp, np.ones(2, np.float32))"),
     "nested_regions_3000": _load(nested_regions(3000)),
+    "complex_remainder_cpu": _load(COMPLEX_REMAINDER, "hg.compile(comp, backend='cpu')"),
+    "complex_remainder_interpret": _load(COMPLEX_REMAINDER, """
+        a = np.ones(2, np.complex64)
+        hg.interpret(comp, a, a)"""),
+    "complex_less_interpret": _load(COMPLEX_LESS, """
+        a = np.ones(2, np.complex64)
+        hg.interpret(comp, a, a)"""),
     "nested_type_20000": _load(nested_type(20000)),
     "flipped_portable_artifact": textwrap.dedent("""
         b = hg.Builder('p'); x = b.parameter(hg.f32[2]); data = bytearray(b.build(ops.abs(x)).to_portable())
@@ -303,14 +323,11 @@ EXPECTED = {
     "division_constants_cpu": ("ok", r"^\[\[-1, -2147483648\], \[7, 0\]\]$"),
     "division_constants_interpret": ("ok", r"^\[\[-1, -2147483648\], \[7, 0\]\]$"),
     "unsigned_division": ("ok", r"^(\[\[255, 255\], \[7, 200\]\] ?){2}$"),
+    # each once aborted the interpreter: refused before running, or run (collectives in its
+    # parallel runner, the others rewritten by hlogen/decompositions.py, hlogen/random_bits.py)
     **{f"interpreter_{name}": ("UnsupportedError", r"<text>:\d+:\d+: the reference interpreter "
                                                     r"cannot run \S+")
-       for name in _UNSUPPORTED_BY_INTERPRETER},
-    # collectives once aborted the interpreter; it now runs them in its parallel runner
-    **{f"interpreter_{name}": ("ok", r"^$") for name in ("replica_id", "partition_id", "all_reduce")},
-    # ... and these rewritten (hlogen/decompositions.py, hlogen/random_bits.py)
-    **{f"interpreter_{name}": ("ok", r"^$") for name in (
-        "cholesky", "triangular_solve", "rng_bit_generator", "create_token", "fft_c64")},
+       if name in _INTERPRETER_REFUSES else ("ok", r"^$") for name in _UNSUPPORTED_BY_INTERPRETER},
     "dynamic_result_type": ("InputError", r"<text>:2:\d+: stablehlo.abs: dynamic dimensions"),
     "overflowing_tensor": ("InputError", r"<text>:1:1: func.func: f32\[4294967296,4294967296\] "
                                          r"has 18446744073709551616 elements"),
@@ -323,6 +340,12 @@ EXPECTED = {
                                                       r"a custom_call inside the computation of "
                                                       r"stablehlo.reduce"),
     "custom_call_in_reduce_interpret": ("UnsupportedError", r"cannot run stablehlo.custom_call"),
+    "complex_remainder_cpu": ("UnsupportedError", r"<text>:2:\d+: XLA \(PJRT\) cannot run "
+                                                  r"stablehlo.remainder"),
+    "complex_remainder_interpret": ("UnsupportedError", r"<text>:2:\d+: the reference interpreter "
+                                                        r"cannot run stablehlo.remainder"),
+    "complex_less_interpret": ("UnsupportedError", r"<text>:2:\d+: the reference interpreter "
+                                                   r"cannot run stablehlo.compare"),
     "nested_regions_3000": ("InputError", r"<text>:\d+:\d+: brackets nest deeper than 512"),
     "nested_type_20000": ("InputError", r"<text>:1:\d+: brackets nest deeper than 512"),
     "flipped_portable_artifact": ("InputError", r"all flipped artifacts were refused or loaded"),
@@ -334,7 +357,19 @@ def crash_outcomes():
     return run_cases(CRASHES)
 
 
-@pytest.mark.parametrize("name", sorted(CRASHES))
+# LIBRARY BUGS, open: these still end the process (found writing tests/spec_elementwise.py;
+# seen on jaxlib 0.10.2). hlogen's own ops refuse both; loaded modules reach the backends.
+_STILL_CRASH = {
+    "complex_remainder_cpu": "XLA CPU ends the process (SIGSEGV) compiling a complex remainder",
+    "complex_remainder_interpret": "the interpreter aborts: rem(complex, complex) is not implemented",
+    "complex_less_interpret": "the interpreter aborts on an ordered compare of complex numbers "
+                              "(LLVM ERROR: Unsupported element type)",
+}
+
+
+@pytest.mark.parametrize("name", [
+    pytest.param(n, marks=pytest.mark.xfail(strict=True, reason="LIBRARY BUG: " + _STILL_CRASH[n]))
+    if n in _STILL_CRASH else n for n in sorted(CRASHES)])
 def test_reproducers_that_once_killed_the_process(name, crash_outcomes):
     outcome = crash_outcomes[name]
     expected, pattern = EXPECTED[name]
@@ -534,23 +569,31 @@ def test_bad_bytecode_prints_nothing_but_the_error(capfd):
     assert captured.err == "" and captured.out == ""
 
 
-@pytest.mark.parametrize("text", [DIVISION, CONSTANT_DIVISION, UNSIGNED_DIVISION, TOTAL_ORDER,
-                                  REDUCE_PRECISION, CUSTOM_CALL_IN_REDUCE, nested_regions(10),
-                                  *_UNSUPPORTED_BY_INTERPRETER.values()],
-                         ids=lambda t: "")
-def test_interpreter_and_xla_agree_on_every_reproducer_both_can_run(text):
-    comp = hg.load(text)
+# every reproducer a backend can load, by name; nothing of those the interpreter refuses
+# is compared
+_REPRODUCERS = {"division": DIVISION, "constant_division": CONSTANT_DIVISION,
+                "unsigned_division": UNSIGNED_DIVISION, "total_order": TOTAL_ORDER,
+                "reduce_precision": REDUCE_PRECISION, "custom_call_in_reduce": CUSTOM_CALL_IN_REDUCE,
+                "nested_regions": nested_regions(10), **_UNSUPPORTED_BY_INTERPRETER}
+
+
+@pytest.mark.parametrize("name", sorted(_REPRODUCERS))
+def test_interpreter_and_xla_agree_on_every_reproducer_both_can_run(name):
+    comp = hg.load(_REPRODUCERS[name])
+    if name in _INTERPRETER_REFUSES:
+        with pytest.raises(hg.UnsupportedError, match="the reference interpreter cannot run"):
+            hg.compile(comp, backend="interpret")
+        return
     rng = np.random.default_rng(1)
     args = [(rng.standard_normal(s.dimensions) * 3).astype(s.dtype) for s in comp.parameter_shapes]
-    results = []
-    for backend in ("interpret", "cpu"):
-        try:
-            results.append(hg.compile(comp, backend=backend)(*args))
-        except hg.UnsupportedError:
-            return  # one of them cannot run it (said before running): nothing to compare
-    interpreted, compiled = (r if isinstance(r, tuple) else (r,) for r in results)
+    interpreted, compiled = (r if isinstance(r, tuple) else (r,) for r in (
+        hg.compile(comp, backend=backend)(*args) for backend in ("interpret", "cpu")))
+    assert len(interpreted) == len(compiled) == len(comp.result_shapes)
+    compared = 0
     for a, b in zip(interpreted, compiled):
         if np.asarray(b).dtype.kind in "fc":  # rewritten ops (cholesky, fft) round differently
             np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
         else:
             np.testing.assert_array_equal(a, b)
+        compared += np.size(a)
+    assert compared > 0, f"{name}: nothing compared"
