@@ -18,6 +18,7 @@ import numpy as np
 import hlogen as hg
 from hlogen.errors import ExecutionError, HlogenError, InputError
 from hlogen import types as T
+from hlogen.backends import Kind, get as declaration
 from hlogen.runtime.arrays import flatten_arguments
 from hlogen.runtime.cache import ExecutableCache
 from hlogen_cli import compare, compiled as compiled_files, inputs, isolation, outputs, \
@@ -157,14 +158,15 @@ def compiled(comp, backend: str | None, no_cache: bool, num_replicas: int = 1,
     """An executable for `backend` ("interpret" included): loaded from `from_file` (a
     compiled file), else through the persistent executable cache unless `no_cache`."""
     isolation.status("compile", backend=backend)
-    if backend == "interpret":
-        return Compiled(hg.compile(comp, backend="interpret", num_replicas=num_replicas),
+    declared = None if backend is None else declaration(backend)
+    if declared is not None and declared.kind is Kind.INTERPRETER:
+        return Compiled(hg.compile(comp, backend=declared, num_replicas=num_replicas),
                         "prepared")
     # jax loads here, not at the top: the child's start-up (0.5 s of jax) waits until the
     # module and the inputs are checked, so that bad input is refused at once (start-up)
     from hlogen.runtime import _jaxlib, pjrt
     cache = from_file.as_cache() if from_file else None if no_cache else _Cache()
-    exe = pjrt.compile(comp, backend, cache, num_replicas=num_replicas)
+    exe = pjrt.compile(comp, declared, cache, num_replicas=num_replicas)
     how = {"off": "compiled", "hit": "loaded from the cache",
            "miss": "compiled, stored in the cache"}[exe.cache_outcome]
     if from_file is not None:

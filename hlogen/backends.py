@@ -170,6 +170,15 @@ def _two_bit(what: str):
     return refusal
 
 
+def _complex_operands(op) -> bool:
+    return _element_type(op.operands[0]).kind == T.COMPLEX
+
+
+def _ordered_complex(op) -> bool:
+    return _complex_operands(op) and \
+        mlir.enum_attribute(op, "comparison_direction") not in ("EQ", "NE")
+
+
 def _variadic_with_channel(op):
     return len(op.operands) > 1 and "channel_handle" in op.attributes
 
@@ -213,6 +222,8 @@ XLA_REFUSES = {
     "stablehlo.sort": Refusal("", _two_bit("sorts wrongly")),
     "stablehlo.concatenate": Refusal("", _two_bit("ends the process (a CHECK in ir_array.cc) "
                                                   "concatenating")),
+    "stablehlo.remainder": Refusal("XLA CPU ends the process (SIGSEGV) compiling a remainder of "
+                                   "complex numbers", _complex_operands),
 }
 XLA_REFUSES_TYPES = {"f6e2m3fn": _NO_F6, "f6e3m2fn": _NO_F6}
 
@@ -310,6 +321,10 @@ INTERPRET = declare(Backend(
         "func.call": Refusal("the interpreter aborts on tuples passed to func.call",
                              _tuple_operands),
         "stablehlo.set_dimension_size": Refusal(_LACKS),
+        "stablehlo.remainder": Refusal("the interpreter aborts on a remainder of complex numbers "
+                                       "(it has none)", _complex_operands),
+        "stablehlo.compare": Refusal("the interpreter aborts on an ordered comparison of complex "
+                                     "numbers (only EQ and NE compare them)", _ordered_complex),
     },
     refuses_types={
         "f4e2m1fn": _MAX_TO_ZERO.format(6),

@@ -299,12 +299,13 @@ def _interpreter_fft_fails(op: ir.Operation) -> bool:
     types = [mlir.shape_of_type(v.type).element_type.name
              for v in list(op.operands) + list(op.results)]
     lengths = ints_attribute(op, "fft_length")
-    return any(t in _WIDER for t in types) or (
+    return any(t in _WIDER for t in types) or 0 in lengths or (
         enum_attribute(op, "fft_type") == "IRFFT" and bool(lengths) and lengths[-1] % 2 == 1)
 
 
 @rule(RULES, "stablehlo.fft",
-      "the interpreter aborts on c64 (and f32) FFTs and computes odd-length IRFFTs wrongly",
+      "the interpreter aborts on c64 (and f32) FFTs and on zero lengths, and computes "
+      "odd-length IRFFTs wrongly",
       _interpreter_fft_fails)
 def _fft(b: InsertingBuilder, op: ir.Operation, operands: list[Op]) -> list[Op]:
     """The FFT in double precision (c128, f64), converted back. The real transforms' last
@@ -314,6 +315,8 @@ def _fft(b: InsertingBuilder, op: ir.Operation, operands: list[Op]) -> list[Op]:
     (x,) = operands
     kind, lengths = enum_attribute(op, "fft_type"), ints_attribute(op, "fft_length")
     result = _result_type(op)
+    if 0 in lengths:  # a transform of nothing: an empty result
+        return [_full(b, 0, result.element_type, result.dimensions)]
     if x.dtype.name in _WIDER:
         x = ops.convert_element_type(x, _WIDER[x.dtype.name])
     if kind == "RFFT":

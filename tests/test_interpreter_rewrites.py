@@ -353,3 +353,11 @@ def test_older_forms_xla_runs_run_on_the_interpreter(name):
                    f"{body}\nreturn %r : tensor<{result}xf32>\n}}")
     for backend in BACKENDS:
         np.testing.assert_array_equal(run(comp, backend, _A), want, err_msg=backend)
+
+
+@pytest.mark.parametrize("kind,et", [("RFFT", hg.f32), ("IRFFT", hg.c64), ("FFT", hg.c128)])
+def test_fft_of_zero_length_is_empty_on_both_backends(kind, et):
+    comp = _comp(lambda x: ops.fft(x, kind, [0]), np.zeros((3, 0), et.dtype))
+    for backend in BACKENDS:
+        got = run(comp, backend, np.zeros((3, 0), et.dtype))
+        assert got.shape == (3, 0), backend

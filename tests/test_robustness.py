@@ -359,12 +359,7 @@ def crash_outcomes():
 
 # LIBRARY BUGS, open: these still end the process (found writing tests/spec_elementwise.py;
 # seen on jaxlib 0.10.2). hlogen's own ops refuse both; loaded modules reach the backends.
-_STILL_CRASH = {
-    "complex_remainder_cpu": "XLA CPU ends the process (SIGSEGV) compiling a complex remainder",
-    "complex_remainder_interpret": "the interpreter aborts: rem(complex, complex) is not implemented",
-    "complex_less_interpret": "the interpreter aborts on an ordered compare of complex numbers "
-                              "(LLVM ERROR: Unsupported element type)",
-}
+_STILL_CRASH: dict = {}  # reproducers that still end the process: none
 
 
 @pytest.mark.parametrize("name", [

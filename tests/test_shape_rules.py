@@ -218,11 +218,8 @@ def test_fft(shape, kind, length, result):
     assert fft_shape(shape, kind, length) == result
 
 
-@pytest.mark.xfail(strict=True, reason="LIBRARY BUG: fft_shape halves a zero fft_length[-1] "
-                   "(RFFT of f32[0] is c64[1], which MLIR then fails to verify; IRFFT of c64[0] "
-                   "is refused); the spec changes the innermost size only 'if fft_length[-1] "
-                   "is non-zero' (XLA's InferFftShape: 'Preserve the size of zero-sized "
-                   "dimensions')")
+# the spec changes the innermost size only 'if fft_length[-1] is non-zero' (XLA's
+# InferFftShape: 'Preserve the size of zero-sized dimensions')
 def test_fft_of_zero_length_keeps_the_size():
     assert fft_shape(hg.f32[3, 0], "RFFT", (0,)) == hg.c64[3, 0]
     assert fft_shape(hg.c64[3, 0], "IRFFT", (0,)) == hg.f32[3, 0]

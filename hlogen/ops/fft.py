@@ -26,18 +26,19 @@ def fft_shape(shape: T.Shape, fft_type: str, length: tuple) -> T.Shape:
     if shape.rank < len(length):
         fail(f"the operand needs at least {len(length)} dimensions")
     et, inner = shape.element_type, shape.dimensions[shape.rank - len(length):]
+    half = length[-1] // 2 + 1 if length[-1] else 0  # (XLA's InferFftShape keeps 0 as 0)
     if fft_type == "RFFT":
         if et.name not in _COMPLEX_OF:
             fail("RFFT takes f32 or f64")
         if inner != length:
             fail(f"the innermost dimensions {list(inner)} must be fft_length")
-        return T.Shape(_COMPLEX_OF[et.name], shape.dimensions[:-1] + (length[-1] // 2 + 1,))
+        return T.Shape(_COMPLEX_OF[et.name], shape.dimensions[:-1] + (half,))
     if et.kind != COMPLEX:
         fail(f"{fft_type} takes c64 or c128")
     if fft_type == "IRFFT":
-        if inner[:-1] != length[:-1] or inner[-1] != length[-1] // 2 + 1:
+        if inner[:-1] != length[:-1] or inner[-1] != half:
             fail(f"the innermost dimensions {list(inner)} must be fft_length with its last size "
-                 f"halved: {list(length[:-1]) + [length[-1] // 2 + 1]}")
+                 f"halved: {list(length[:-1]) + [half]}")
         return T.Shape(et.component, shape.dimensions[:-1] + (length[-1],))
     if inner != length:
         fail(f"the innermost dimensions {list(inner)} must be fft_length")
