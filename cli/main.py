@@ -170,8 +170,8 @@ class _PipelinesHelp(click.Command):
     def format_epilog(self, ctx, formatter):
         from hlogen import passes  # here, not at the top: start-up (only this help reads it)
         rows = [(name, pipeline) for name, pipeline in passes.PIPELINES.items()]
-        rows += [(name, "XX"
-                        "execution path applies after legalize") for name in passes.REWRITES]
+        rows += [(name, "hlogen's rewrites to XLA's semantics (hlogen.rewrites), which every "
+                        "backend applies after legalize") for name in passes.REWRITES]
         with formatter.section("Named pipelines"):
             formatter.write_dl(rows)
 
