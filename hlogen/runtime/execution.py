@@ -81,10 +81,12 @@ class Prepared:
         return flat
 
 
-def prepare(computation: Computation, for_interpreter: bool, num_replicas: int = 1) -> Prepared:
+def prepare(computation: Computation, for_interpreter: bool, num_replicas: int = 1,
+            num_partitions: int = 1) -> Prepared:
     """The module a backend runs: checked (hlogen.preflight, including its collectives
     against `num_replicas`), legalized, with XLA's semantics where StableHLO leaves
-    results open (hlogen.semantics), then checked for the ops the backend can run."""
+    results open (hlogen.semantics), then checked for the ops the backend can run.
+    `num_partitions` above 1 is for XLA's SPMD partitioner (hlogen.xla_client)."""
     where = computation.source or computation.name
     preflight.check_module(computation.module, where)
     preflight.check_replicas(computation.module, num_replicas, where)
@@ -92,7 +94,7 @@ def prepare(computation: Computation, for_interpreter: bool, num_replicas: int =
     with mlir.context():  # what XLA reads the replica count from, besides its options
         attributes = legal.module.operation.attributes
         attributes["mhlo.num_replicas"] = int_attr(num_replicas, 32)
-        attributes["mhlo.num_partitions"] = int_attr(1, 32)
+        attributes["mhlo.num_partitions"] = int_attr(num_partitions, 32)
     semantics.rewrite_module(legal.module)
     semantics.explicit_replica_groups(legal.module, num_replicas)
     # what the backend lacks or gets wrong, rewritten into ops it runs (hlogen.rewrites)
