@@ -58,6 +58,12 @@ def test_parameters_by_number_in_any_order():
     np.testing.assert_array_equal(execute(comp, np.array([1, 2], np.float32), np.int32(3)),
                                   [np.array([3, 6], np.float32)])
     assert "n.1 = s32[] parameter(1)" in comp.as_hlo_text()
+    c = xc.XlaBuilder("root_parameter")  # the root a parameter that moves to its place
+    first = xops.Parameter(c, 1, shape(np.int32))
+    xops.Parameter(c, 0, shape(np.float32, 2))
+    comp = c.build(first)
+    assert execute(comp, np.zeros(2, np.float32), np.int32(5)) == [5]
+    assert "arg1.1 = s32[] parameter(1)" in comp.as_hlo_text()
     c = xc.XlaBuilder("gap")
     xops.Parameter(c, 1, shape(np.float32))
     with pytest.raises(hg.ShapeError, match=r"parameter numbers must be 0..N-1 \(missing \[0\]\)"):
@@ -106,6 +112,10 @@ def test_errors_are_reported_where_xlabuilder_reported_them():
         c.get_shape(x)
     with pytest.raises(TypeError):  # Python's own errors are immediate, as the binding's were
         xops.Add(x)
+    c = xc.XlaBuilder("tokens")
+    xops.AfterAll(c, [])
+    with pytest.raises(hg.ShapeError, match="AfterAll requires at least one token"):
+        c.build()
     c = xc.XlaBuilder("sub")
     xops.Reduce(c, [xops.Parameter(c, 0, shape(np.float32, 2))], [xops.Constant(c, np.float32(0))],
                 "not a computation", [0])

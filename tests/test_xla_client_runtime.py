@@ -46,6 +46,9 @@ def test_the_client_is_jaxs_cpu_backend():
     assert BACKEND.get_default_device_assignment(2, 2) == [devices[:2], devices[2:4]]
     with pytest.raises(hg.InputError, match="need 4096 devices"):
         BACKEND.get_default_device_assignment(4096)
+    assert xc.make_cpu_client(asynchronous=True) is BACKEND  # jax chose those options
+    with pytest.raises(TypeError, match="unexpected keyword arguments"):
+        xc.make_cpu_client(num_device=4)
 
 
 def test_buffers():

@@ -38,8 +38,7 @@ _NOT_CONSTANT = frozenset({
     "stablehlo.rng", "stablehlo.rng_bit_generator", "stablehlo.infeed", "stablehlo.recv",
     "stablehlo.custom_call", "stablehlo.replica_id", "stablehlo.partition_id",
     "stablehlo.all_reduce", "stablehlo.all_gather", "stablehlo.all_to_all",
-    "stablehlo.reduce_scatter", "stablehlo.collective_permute", "stablehlo.collective_broadcast",
-    "stablehlo.get_dimension_size"})
+    "stablehlo.reduce_scatter", "stablehlo.collective_permute", "stablehlo.collective_broadcast"})
 
 
 class _Failed(Op):
@@ -85,8 +84,8 @@ class XlaBuilder(Builder):
             raise ShapeError(f"Parameter: parameter number {number} is already used in "
                              f"{self!r}")
         shape = hg_shape(shape, "Parameter: shape")
-        name = name or None
-        if name is not None and name in self._parameter_names:  # XLA makes names unique
+        name = name or f"arg{number}"  # the number, wherever the parameter is made
+        if name in self._parameter_names:  # XLA makes names unique
             name = f"{name}.{len(self._numbers)}"
         op = Builder.parameter(self, shape, name)
         if "mhlo.sharding" in self._annotations:
@@ -220,13 +219,13 @@ class XlaBuilder(Builder):
         if not results:
             raise ShapeError(f"build: the root of {self!r} is an empty tuple; XLA's converter "
                              f"and PJRT need at least one result")
-        computation = Builder.build(self, *results)
-        main = computation._main
-        ctx = mlir.context()
         for index, output in self._aliases.items():
             if not 0 <= index < len(self._numbers) or not 0 <= output < len(results):
                 raise InputError(f"setup_alias: parameter {index} -> output {output} names a "
                                  f"parameter or output {self!r} does not have")
+        computation = Builder.build(self, *results)
+        main = computation._main
+        ctx = mlir.context()
         set_attributes(main, "arg_attrs", len(self._numbers), _merge(
             {i: {"mhlo.sharding": ir.StringAttr.get(s, context=ctx)} for i, s in self._shardings.items()},
             {i: {"tf.aliasing_output": ir.IntegerAttr.get(ir.IntegerType.get_signless(32, ctx), o)}
@@ -256,6 +255,8 @@ class XlaBuilder(Builder):
             return root
         made = list(self._block.arguments)
         order = sorted(range(len(numbers)), key=numbers.__getitem__)  # made index per number
+        if isinstance(root.value, ir.BlockArgument):  # the root's new position: its number
+            root = (numbers[root.value.arg_number], root.shape)
         for i in order:
             new = self._block.add_argument(made[i].type, made[i].location)
             made[i].replace_all_uses_with(new)
@@ -263,8 +264,8 @@ class XlaBuilder(Builder):
             self._block.erase_argument(0)
         self._parameter_names = [self._parameter_names[i] for i in order]
         self._shardings = {order.index(i): s for i, s in self._shardings.items()}
-        if isinstance(root.value, ir.BlockArgument):
-            root = Op(self, self._block.arguments[order.index(root.value.arg_number)], root.shape)
+        if isinstance(root, tuple):
+            root = Op(self, self._block.arguments[root[0]], root[1])
         self._numbers = sorted(numbers)
         return root
 
@@ -328,7 +329,10 @@ class XlaComputation:
             raise InputError("XlaComputation: the bytes are not a serialized HloModuleProto")
         self._hlo = _jaxlib.xla_client.XlaComputation(proto)
         self._computation = None  # read on first use: hlogen's reader of HLO
-        self._tupled = self._hlo.program_shape().result_shape().is_tuple()
+        try:
+            self._tupled = self._hlo.program_shape().result_shape().is_tuple()
+        except _jaxlib.JaxRuntimeError as e:
+            raise InputError(f"XlaComputation: the HloModuleProto is not a module: {e}") from None
 
     @classmethod
     def _of(cls, computation: Computation, tupled: bool) -> "XlaComputation":

@@ -215,10 +215,20 @@ def _client(backend: str | None, num_devices: int = 1) -> "Client":
     return _clients[raw]
 
 
-def make_cpu_client(*, num_devices: int | None = None, **ignored) -> "Client":
+# make_cpu_client's options (jaxlib 0.4-0.10) that jax has chosen for its CPU client
+_CPU_CLIENT_OPTIONS = frozenset({
+    "use_tfrt", "asynchronous", "distributed_client", "node_id", "num_nodes", "collectives",
+    "get_local_topology_timeout_minutes", "get_global_topology_timeout_minutes",
+    "transfer_server_factory"})
+
+
+def make_cpu_client(*, num_devices: int | None = None, **options) -> "Client":
     """The CPU client hlogen runs on (jax's CPU backend), with at least `num_devices`
-    devices if it has not started yet. The other options of jaxlib's make_cpu_client
-    (asynchronous, collectives, ...) are those jax chose for it."""
+    devices if it has not started yet. jaxlib's other options (asynchronous, collectives,
+    ...) are those jax chose for its client."""
+    unknown = sorted(set(options) - _CPU_CLIENT_OPTIONS)
+    if unknown:
+        raise TypeError(f"make_cpu_client() got unexpected keyword arguments {unknown}")
     return _client("cpu", num_devices or 1)
 
 

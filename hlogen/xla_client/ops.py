@@ -95,7 +95,7 @@ def _preferred(preferred_element_type, op_name: str):
     return element_type(preferred_element_type, f"{op_name}: preferred_element_type")
 
 
-def _groups(replica_groups, op_name: str):
+def _groups(replica_groups):
     """Lists of replica ids of ReplicaGroups (or of lists); None for every replica."""
     groups = [list(getattr(g, "replica_ids", g)) for g in (replica_groups or [])]
     return groups or None
@@ -318,8 +318,11 @@ def CreateToken(builder):
 @_public
 @xla_op()
 def AfterAll(builder, tokens):
+    _builder(builder, "AfterAll")
     tokens = _ops_list(tokens, "AfterAll", "tokens")
-    return _ops.after_all(tokens) if tokens else _ops.create_token(_builder(builder, "AfterAll"))
+    if not tokens:
+        raise ShapeError("AfterAll requires at least one token (CreateToken makes a new one)")
+    return _ops.after_all(tokens)
 
 
 @_public
@@ -823,13 +826,13 @@ def AllReduce(operand, computation, replica_groups=(), channel_id=None, shape_wi
     _default_layout(shape_with_layout, "AllReduce: shape_with_layout")
     _no_global_ids(use_global_device_ids, "AllReduce")
     return _ops.all_reduce(operand, computation_of(computation, "AllReduce", "computation"),
-                           _groups(replica_groups, "AllReduce"), _channel(channel_id, "AllReduce"))
+                           _groups(replica_groups), _channel(channel_id, "AllReduce"))
 
 
 @_public
 @xla_op()
 def CrossReplicaSum(operand, replica_groups=()):
-    return _ops.cross_replica_sum(operand, _groups(replica_groups, "CrossReplicaSum"))
+    return _ops.cross_replica_sum(operand, _groups(replica_groups))
 
 
 @_public
@@ -839,7 +842,7 @@ def AllGather(operand, all_gather_dimension, shard_count, replica_groups=(), cha
     _default_layout(shape_with_layout, "AllGather: shape_with_layout")
     _no_global_ids(use_global_device_ids, "AllGather")
     return _ops.all_gather(operand, all_gather_dimension, shard_count,
-                           _groups(replica_groups, "AllGather"), _channel(channel_id, "AllGather"))
+                           _groups(replica_groups), _channel(channel_id, "AllGather"))
 
 
 @_public
@@ -851,7 +854,7 @@ def ReduceScatter(operand, computation, scatter_dimension, shard_count, replica_
         raise UnsupportedError("ReduceScatter: layout: hlogen's arrays are row-major")
     return _ops.reduce_scatter(operand, computation_of(computation, "ReduceScatter", "computation"),
                                scatter_dimension, shard_count,
-                               _groups(replica_groups, "ReduceScatter"),
+                               _groups(replica_groups),
                                _channel(channel_id, "ReduceScatter"))
 
 
@@ -863,7 +866,7 @@ def AllToAll(operand, split_dimension, concat_dimension, split_count, replica_gr
     if layout is not None:
         raise UnsupportedError("AllToAll: layout: hlogen's arrays are row-major")
     return _ops.all_to_all(operand, split_dimension, concat_dimension, split_count,
-                           _groups(replica_groups, "AllToAll"))
+                           _groups(replica_groups))
 
 
 def _collective_permute(operand, source_target_pairs, channel_id, inplace, op_name):
@@ -954,10 +957,18 @@ def CustomCallWithLayout(builder, call_target_name, operands, shape_with_layout,
                          schedule=CustomCallSchedule.SCHEDULE_NONE,
                          api_version=CustomCallApiVersion.API_VERSION_ORIGINAL):
     """CustomCall with layouts: row-major ones only (hlogen's arrays are row-major)."""
+    return _custom_call_with_layout("CustomCallWithLayout", builder, call_target_name, operands,
+                                    shape_with_layout, operand_shapes_with_layout, opaque,
+                                    has_side_effect, schedule, api_version)
+
+
+def _custom_call_with_layout(op_name, builder, call_target_name, operands, shape_with_layout,
+                             operand_shapes_with_layout, opaque, has_side_effect, schedule,
+                             api_version):
     for s in [shape_with_layout, *operand_shapes_with_layout]:
-        _default_layout(s, "CustomCallWithLayout")
-    return _custom_call("CustomCallWithLayout", builder, call_target_name, operands,
-                        shape_with_layout, opaque, has_side_effect, schedule, api_version)
+        _default_layout(s, op_name)
+    return _custom_call(op_name, builder, call_target_name, operands, shape_with_layout, opaque,
+                        has_side_effect, schedule, api_version)
 
 
 @_public
@@ -971,9 +982,9 @@ def CustomCallWithAliasing(builder, call_target_name, operands, shape_with_layou
     if output_operand_aliasing or literal is not None:
         raise UnsupportedError("CustomCallWithAliasing: output_operand_aliasing and literal are "
                                "not supported by hlogen's custom_call")
-    return CustomCallWithLayout(builder, call_target_name, operands, shape_with_layout,
-                                operand_shapes_with_layout, opaque, has_side_effect, schedule,
-                                api_version)
+    return _custom_call_with_layout("CustomCallWithAliasing", builder, call_target_name, operands,
+                                    shape_with_layout, operand_shapes_with_layout, opaque,
+                                    has_side_effect, schedule, api_version)
 
 
 @_public
