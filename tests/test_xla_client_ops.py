@@ -244,9 +244,10 @@ def test_select_clamp_and_conversions():
 def test_constants_iota_and_tuples():
     got = run(lambda c: xops.Tuple(c, [xops.Constant(c, 1.5), xops.ConstantLiteral(c, np.int8(3)),
                                        xops.Iota(c, shape(np.int32, 2, 3), 1),
-                                       xops.Iota(c, xc.PrimitiveType.F32, 4)]))
+                                       xops.Iota(c, xc.PrimitiveType.F32, 4),
+                                       xops.Iota(c, type=xc.PrimitiveType.U8, size=2)]))
     check(got, np.float64(1.5), np.int8(3), np.tile(np.arange(3, dtype=np.int32), (2, 1)),
-          np.arange(4, dtype=np.float32))
+          np.arange(4, dtype=np.float32), np.arange(2, dtype=np.uint8))
     check(run(lambda c: xops.GetTupleElement(xops.Constant(c, (np.int32(1), np.float32(2))), 1)),
           np.float32(2))
     check(run(lambda c, x, y: xops.GetTupleElement(xops.Tuple(c, [x, y]), 0), X, Y), X)
@@ -465,6 +466,9 @@ def test_while_and_conditional():
     for p in (True, False):
         check(run(lambda c, q, x: xops.Conditional(q, x, double, x, negate), np.bool_(p), X),
               X + X if p else -X)
+        check(run(lambda c, q, x: xops.Conditional(q, true_operand=x, true_computation=double,
+                                                   false_operand=x, false_computation=negate),
+                  np.bool_(p), X), X + X if p else -X)
     square = computation(lambda c, x: xops.Mul(x, x), f32)
     for index, want in ((0, X + X), (2, X * X), (7, X * X), (-1, X * X)):  # out of range: last
         check(run(lambda c, i, x: xops.Conditional(branch_index=i, branch_computations=[

@@ -29,7 +29,7 @@ from hlogen.loading import load
 from hlogen.ops import tuple as make_tuple
 from hlogen.runtime import _jaxlib
 from hlogen.xla_client._protos import FrontendAttributes, OpMetadata, sharding_text
-from hlogen.xla_client._types import ProgramShape, hg_shape, xla_shape
+from hlogen.xla_client._types import ProgramShape, Shape, hg_shape, xla_shape
 
 XlaOp = Op
 
@@ -106,7 +106,7 @@ class XlaBuilder(Builder):
             at = f" at {where[0]}:{where[1]}" if where else ""
             self._error = (type(error), f"ops.{op_name}{at}: {error}")
 
-    def failed(self) -> _Failed:
+    def _failed(self) -> _Failed:
         return _Failed(self, None, None)
 
     def _raise_error(self) -> None:
@@ -173,7 +173,7 @@ class XlaBuilder(Builder):
 
     # -- shapes --------------------------------------------------------------------------
 
-    def get_shape(self, op) -> "Shape":
+    def get_shape(self, op) -> Shape:
         self._raise_error()
         return xla_shape(self._own(op, "get_shape").shape)
 
@@ -226,10 +226,12 @@ class XlaBuilder(Builder):
         computation = Builder.build(self, *results)
         main = computation._main
         ctx = mlir.context()
-        set_attributes(main, "arg_attrs", len(self._numbers), _merge(
+        arguments = _merge(
             {i: {"mhlo.sharding": ir.StringAttr.get(s, context=ctx)} for i, s in self._shardings.items()},
             {i: {"tf.aliasing_output": ir.IntegerAttr.get(ir.IntegerType.get_signless(32, ctx), o)}
-             for i, o in self._aliases.items()}))
+             for i, o in self._aliases.items()})
+        if arguments:
+            set_attributes(main, "arg_attrs", len(self._numbers), arguments)
         root_sharding = owner.attributes["mhlo.sharding"] if owner is not None and \
             "mhlo.sharding" in owner.attributes else None
         if root_sharding is not None:
@@ -448,7 +450,7 @@ def xla_op(results: int = 1):
                 if builder is None or not (isinstance(e, HlogenError) or _any_failed(args, kwargs)):
                     raise
                 builder._fail(name, e)
-                return builder.failed() if results == 1 else (builder.failed(),) * results
+                return builder._failed() if results == 1 else (builder._failed(),) * results
             last = out[-1] if results > 1 else out
             builder = last.builder
             if isinstance(builder, XlaBuilder):

@@ -280,17 +280,17 @@ class Client:
         device = self._raw.local_devices()[0] if device is None else _raw_device(device)
         return Buffer(_put(argument, device), self)
 
+    def _channel(self, kind: ChannelHandle_ChannelType) -> ChannelHandle:
+        return ChannelHandle(handle=next(self._channels), type=kind)
+
     def create_channel_handle(self) -> ChannelHandle:
-        return ChannelHandle(handle=next(self._channels),
-                             type=ChannelHandle_ChannelType.DEVICE_TO_DEVICE)
+        return self._channel(ChannelHandle_ChannelType.DEVICE_TO_DEVICE)
 
     def create_device_to_host_channel_handle(self) -> ChannelHandle:
-        return ChannelHandle(handle=next(self._channels),
-                             type=ChannelHandle_ChannelType.DEVICE_TO_HOST)
+        return self._channel(ChannelHandle_ChannelType.DEVICE_TO_HOST)
 
     def create_host_to_device_channel_handle(self) -> ChannelHandle:
-        return ChannelHandle(handle=next(self._channels),
-                             type=ChannelHandle_ChannelType.HOST_TO_DEVICE)
+        return self._channel(ChannelHandle_ChannelType.HOST_TO_DEVICE)
 
     def compile(self, computation, compile_options=None, host_callbacks=()) -> "LoadedExecutable":
         """An executable of an XlaComputation, hlogen Computation, jaxlib XlaComputation,

@@ -31,6 +31,7 @@ from hlogen.xla_client._builder import XlaBuilder, as_built, computation_of, xla
 from hlogen.xla_client._protos import (ChannelHandle_ChannelType, CustomCallApiVersion,
                                        CustomCallSchedule, FftType, Precision, RandomAlgorithm,
                                        TriangularSolveOptions_Transpose, enum_value,
+                                       make_convolution_dimension_numbers,
                                        make_dot_dimension_numbers)
 from hlogen.xla_client._types import PrimitiveType, element_type, hg_shape
 
@@ -178,24 +179,32 @@ _CHLO = {
     "NextAfter": ("chlo.next_after", 2, _REAL), "Zeta": ("chlo.zeta", 2, _REAL),
 }
 
-# XLA's client-library functions with no StableHLO, CHLO or hlogen form: name -> (the
-# argument names, what XLA computes them with)
-_SERIES = "series and continued fractions in XLA's client math library (xla/client/lib/math.cc)"
+# The ops refused, with the binding's argument names and why: XLA's client-library
+# functions that neither StableHLO, CHLO nor hlogen has, and transfers to the host, which
+# no queue of jaxlib's PJRT client carries.
+_SERIES = ("XLA computes it with series and continued fractions in its client math library "
+           "(xla/client/lib/math.cc); neither StableHLO, CHLO nor hlogen has it")
+_NO_QUEUE = ("jaxlib's PJRT client has no outfeed or host transfer queue to read, so a "
+             "computation with it could not run")
 _REFUSED = {
-    "BesselI0e": (("x",), "Chebyshev expansions in XLA's client math library; CHLO has only I1e"),
+    "BesselI0e": (("x",), "XLA computes it with Chebyshev expansions in its client math "
+                          "library; CHLO has only BesselI1e"),
     "Igamma": (("a", "x"), _SERIES), "Igammac": (("a", "x"), _SERIES),
     "IgammaGradA": (("a", "x"), _SERIES), "RandomGammaGrad": (("a", "x"), _SERIES),
     "RegularizedIncompleteBeta": (("a", "b", "x"), _SERIES),
+    "OutfeedWithToken": (("operand", "token", "shape_with_layout", "outfeed_config"), _NO_QUEUE),
+    "SendToHost": (("operand", "token", "shape_with_layout", "handle"), _NO_QUEUE),
+    "RecvFromHost": (("token", "shape", "handle"), _NO_QUEUE),
 }
 
 
-def _make_binary(name, op):
+def _make_binary(op):
     def binary(lhs, rhs, broadcast_dimensions=None):
         return op(lhs, rhs, () if broadcast_dimensions is None else broadcast_dimensions)
     return binary
 
 
-def _make_unary(name, op):
+def _make_unary(op):
     def unary(operand):
         return op(operand)
     return unary
@@ -217,11 +226,10 @@ def _make_chlo(name, mlir_name, arity, kinds):
     return chlo
 
 
-def _make_refused(name, arguments, how):
+def _make_refused(name, arguments, reason):
     def refused(*args, **kwargs):
-        raise UnsupportedError(f"{name}: XLA computes it with {how}; neither StableHLO, CHLO "
-                               f"nor hlogen has it, so hlogen.xla_client cannot build it")
-    refused.__doc__ = f"{name}({', '.join(arguments)}): refused (see the error)."
+        raise UnsupportedError(f"{name}: {reason}")
+    refused.__doc__ = f"{name}({', '.join(arguments)}): refused: {reason}."
     return refused
 
 
@@ -232,13 +240,13 @@ def _publish(name, function, results=1):
 
 
 for _name, _op in _BINARY.items():
-    _publish(_name, _make_binary(_name, _op))
+    _publish(_name, _make_binary(_op))
 for _name, _op in _UNARY.items():
-    _publish(_name, _make_unary(_name, _op))
+    _publish(_name, _make_unary(_op))
 for _name, (_mlir, _arity, _kinds) in _CHLO.items():
     _publish(_name, _make_chlo(_name, _mlir, _arity, _kinds))
-for _name, (_arguments, _how) in _REFUSED.items():
-    _publish(_name, _make_refused(_name, _arguments, _how))
+for _name, (_arguments, _reason) in _REFUSED.items():
+    _publish(_name, _make_refused(_name, _arguments, _reason))
 
 
 @_public
@@ -301,11 +309,12 @@ __all__.append("Constant")
 
 @_public
 @xla_op()
-def Iota(builder, shape, iota_dimension):
+def Iota(builder, shape=None, iota_dimension=None, *, type=None, size=None):  # noqa: A002
     """Iota(builder, shape, iota_dimension), or Iota(builder, type, size): a vector."""
     builder = _builder(builder, "Iota")
-    if isinstance(shape, PrimitiveType):  # Iota(builder, type, size)
-        return _ops.iota(builder, T.Shape(element_type(shape, "Iota: type"), (iota_dimension,)), 0)
+    if type is not None or isinstance(shape, PrimitiveType):  # Iota(builder, type, size)
+        et = element_type(shape if type is None else type, "Iota: type")
+        return _ops.iota(builder, T.Shape(et, (iota_dimension if size is None else size,)), 0)
     return _ops.iota(builder, hg_shape(shape, "Iota: shape"), iota_dimension)
 
 
@@ -411,7 +420,7 @@ def ApproxTopKReductionOutputSize(input_size, rank, top_k, recall_target, aggreg
                          f"operands[reduction_dim]: {input_size}")
     logical = input_size_override if input_size_override >= 0 else input_size
     if top_k == 1:
-        return tiling, _log2_ceil(-(-logical // tiling))
+        return tiling, _log2_ceil(_ceil_ratio(logical, tiling))
     if recall_target == 1.0:
         return input_size, 0
     if not 0.0 < recall_target <= 1.0:
@@ -422,11 +431,15 @@ def ApproxTopKReductionOutputSize(input_size, rank, top_k, recall_target, aggreg
     if log2_reduction == 0:
         return input_size, 0
     log2_reduction = min(log2_reduction, _log2_ceil(input_size // tiling))
-    return -(-(-(-input_size // tiling)) // (1 << log2_reduction)) * tiling, log2_reduction
+    return _ceil_ratio(_ceil_ratio(input_size, tiling), 1 << log2_reduction) * tiling, log2_reduction
 
 
 def _log2_ceil(value: int) -> int:
     return 0 if value <= 1 else (value - 1).bit_length()
+
+
+def _ceil_ratio(a: int, b: int) -> int:
+    return -(-a // b)
 
 
 @_public
@@ -665,7 +678,8 @@ def ConvGeneralDilated(lhs, rhs, window_strides, padding, lhs_dilation, rhs_dila
     reverses the kernel's spatial dimensions it marks. `precision_config` is checked but
     not carried: hlogen's convolution has none (XLA CPU computes at full precision)."""
     _precision(precision_config, "ConvGeneralDilated")
-    numbers = ConvDimensionNumbers(*(getattr(dimension_numbers, f) for f in _CONV_FIELDS))
+    n = make_convolution_dimension_numbers(dimension_numbers, lhs.shape.rank - 2)
+    numbers = ConvDimensionNumbers(*(getattr(n, f) for f in _CONV_FIELDS))
     preferred = _preferred(preferred_element_type, "ConvGeneralDilated")
     if preferred is not None and preferred != lhs.dtype:
         if _family(preferred) != _family(lhs.dtype) or preferred.bits < lhs.dtype.bits:
@@ -768,16 +782,23 @@ def While(condition, body, init):
                            as_built(body, "While", "body"), init)
 
 
+_CONDITIONAL_PREDICATED = ("predicate", "true_operand", "true_computation", "false_operand",
+                           "false_computation")
+_CONDITIONAL_INDEXED = ("branch_index", "branch_computations", "branch_operands")
+
+
 @_public
 @xla_op()
 def Conditional(*args, **kwargs):
     """Conditional(branch_index, branch_computations, branch_operands), or
     Conditional(predicate, true_operand, true_computation, false_operand, false_computation)."""
     if kwargs:
-        names = (("predicate", "true_operand", "true_computation", "false_operand",
-                  "false_computation") if "predicate" in kwargs else
-                 ("branch_index", "branch_computations", "branch_operands"))
-        args = args + builtins.tuple(kwargs.pop(n) for n in names[len(args):])
+        names = _CONDITIONAL_PREDICATED if len(args) == 5 or set(kwargs) & set(
+            _CONDITIONAL_PREDICATED) else _CONDITIONAL_INDEXED
+        try:
+            args = args + builtins.tuple(kwargs.pop(n) for n in names[len(args):])
+        except KeyError as e:
+            raise TypeError(f"Conditional is missing the argument {e}") from None
         if kwargs:
             raise TypeError(f"Conditional got unexpected keyword arguments {sorted(kwargs)}")
     if len(args) == 5:
@@ -904,21 +925,6 @@ def InfeedWithToken(token, shape, config=""):
     return _tuple([data, token], token.builder)
 
 
-def _make_host_transfer(name, arguments):
-    def refused(*args, **kwargs):
-        raise UnsupportedError(f"{name}: jaxlib's PJRT client has no outfeed or host transfer "
-                               f"queues to read, so a computation with {name} could not run")
-    refused.__doc__ = f"{name}({', '.join(arguments)}): refused (see the error)."
-    return refused
-
-
-_publish("OutfeedWithToken", _make_host_transfer(
-    "OutfeedWithToken", ("operand", "token", "shape_with_layout", "outfeed_config")))
-_publish("SendToHost", _make_host_transfer(
-    "SendToHost", ("operand", "token", "shape_with_layout", "handle")))
-_publish("RecvFromHost", _make_host_transfer("RecvFromHost", ("token", "shape", "handle")))
-
-
 # -- custom calls -------------------------------------------------------------------------------
 
 def _custom_call(op_name, builder, call_target_name, operands, shape, opaque, has_side_effect,
@@ -997,4 +1003,4 @@ def CustomCallWithComputation(builder, call_target_name, operands, computation, 
                            "computation (XLA CPU's registered targets take none)")
 
 
-del _name, _op, _mlir, _arity, _kinds, _arguments, _how
+del _name, _op, _mlir, _arity, _kinds, _arguments, _reason
