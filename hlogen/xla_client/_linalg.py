@@ -3,11 +3,10 @@
 XLA built these in its client library from XLA ops (Householder QR, Jacobi
 eigensolvers); jax computes them on the CPU with the LAPACK kernels jaxlib registers
 with XLA (`lapack_<type><routine>_ffi`), and so does this module, through
-hlogen.ops.custom_call: PJRT on the CPU runs them (the reference interpreter runs only
-getrf, by its rewrite; other backends refuse the targets when compiling). The kernels
-read and write column-major matrices: an array is handed over as its transpose's bytes
-and read back the same way. Where LAPACK reports a failure (info != 0), the results are
-NaN, as jax makes them.
+hlogen.ops.custom_call, with the column-major layouts the kernels read and write, as jax
+states them: PJRT on the CPU runs them (the reference interpreter runs only getrf, by its
+rewrite; other backends refuse the targets when compiling). Where LAPACK reports a
+failure (info != 0), the results are NaN, as jax makes them.
 """
 from __future__ import annotations
 
@@ -43,20 +42,18 @@ def _swap_last(rank: int) -> list:
     return [*range(rank - 2), rank - 1, rank - 2]
 
 
-def _to_lapack(a):
-    """`a` (…, m, n) as a column-major (…, m, n) buffer: the bytes of its transpose."""
-    return ops.reshape(ops.transpose(a, _swap_last(a.shape.rank)), a.shape.dimensions)
+def _layout(shape: T.Shape, batch: tuple):
+    """jax's layout for LAPACK: matrices column-major (each of a batch), the rest row-major."""
+    rank = shape.rank
+    return (rank - 2, rank - 1, *range(rank - 3, -1, -1)) if rank == len(batch) + 2 else None
 
 
-def _from_lapack(x):
-    """The (…, p, q) matrices of a column-major buffer `x`, row-major."""
-    *batch, p, q = x.shape.dimensions
-    return ops.transpose(ops.reshape(x, (*batch, q, p)), _swap_last(x.shape.rank))
-
-
-def _call(routine: str, et: T.ElementType, operands: list, shapes: list, **attributes):
+def _call(routine: str, et: T.ElementType, operands: list, shapes: list, batch: tuple,
+          **attributes) -> list:
     results = ops.custom_call(_target(routine, et), operands, T.tuple_shape(*shapes),
-                              opaque={k: np.uint8(ord(v)) for k, v in attributes.items()})
+                              opaque={k: np.uint8(ord(v)) for k, v in attributes.items()},
+                              operand_layouts=[_layout(o.shape, batch) for o in operands],
+                              result_layouts=[_layout(s, batch) for s in shapes])
     return list(results)
 
 
@@ -83,8 +80,7 @@ def _upper_triangle(x):
 def qr_decomposition(a):
     """(q_and_r, taus) in LAPACK's GEQRF form."""
     et, batch, m, n = _matrices("QrDecomposition", a)
-    packed, taus = _call("geqrf", et, [_to_lapack(a)], [a.shape, et[(*batch, min(m, n))]])
-    return _from_lapack(packed), taus
+    return tuple(_call("geqrf", et, [a], [a.shape, et[(*batch, min(m, n))]], batch))
 
 
 def householder_product(a, taus):
@@ -96,8 +92,8 @@ def householder_product(a, taus):
         raise ShapeError(f"ProductOfElementaryHouseholderReflectors: a {a.shape} and taus "
                          f"{taus.shape}: taus must be {et.name}[{', '.join(map(str, batch + (k,)))}] "
                          f"with k <= n <= m (a is m x n)")
-    (q,) = _call("orgqr", et, [_to_lapack(a), taus], [a.shape])
-    return _from_lapack(q)
+    (q,) = _call("orgqr", et, [a, taus], [a.shape], batch)
+    return q
 
 
 def qr(a, full_matrices: bool):
@@ -121,21 +117,19 @@ def eigh(a, lower: bool):
     et, batch, m, n = _matrices("Eigh", a)
     if m != n:
         raise ShapeError(f"Eigh: operand {a.shape} must be square matrices")
-    v, w, info = _call("syevd", et, [_to_lapack(a)],
-                       [a.shape, et.component[(*batch, n)], T.s32[batch]],
-                       mode="V", uplo="L" if lower else "U")
-    return (_nan_where_failed(_from_lapack(v), info, batch),
-            _nan_where_failed(w, info, batch))
+    v, w, info = _call("syevd", et, [a], [a.shape, et.component[(*batch, n)], T.s32[batch]],
+                       batch, mode="V", uplo="L" if lower else "U")
+    return _nan_where_failed(v, info, batch), _nan_where_failed(w, info, batch)
 
 
 def svd(a):
     """(u, d, v): u m x m, d the min(m, n) singular values (descending), v n x n."""
     et, batch, m, n = _matrices("SVD", a)
-    _, d, u, vt, info = _call("gesdd", et, [_to_lapack(a)],
+    _, d, u, vt, info = _call("gesdd", et, [a],
                               [a.shape, et.component[(*batch, min(m, n))], et[(*batch, m, m)],
-                               et[(*batch, n, n)], T.s32[batch]], mode="A")
-    return (_nan_where_failed(_from_lapack(u), info, batch), _nan_where_failed(d, info, batch),
-            _nan_where_failed(_adjoint(_from_lapack(vt)), info, batch))
+                               et[(*batch, n, n)], T.s32[batch]], batch, mode="A")
+    return (_nan_where_failed(u, info, batch), _nan_where_failed(d, info, batch),
+            _nan_where_failed(_adjoint(vt), info, batch))
 
 
 def lu(a):
@@ -143,9 +137,9 @@ def lu(a):
     the permutation the swaps make (row i of the factored matrix is row permutation[i])."""
     et, batch, m, n = _matrices("LU", a)
     k = min(m, n)
-    packed, ipiv, _ = _call("getrf", et, [_to_lapack(a)], [a.shape, T.s32[(*batch, k)], T.s32[batch]])
+    packed, ipiv, _ = _call("getrf", et, [a], [a.shape, T.s32[(*batch, k)], T.s32[batch]], batch)
     pivots = ops.sub(ipiv, 1)
-    return _from_lapack(packed), pivots, _permutation(pivots, batch, m, k)
+    return packed, pivots, _permutation(pivots, batch, m, k)
 
 
 def _permutation(pivots, batch: tuple, m: int, k: int):

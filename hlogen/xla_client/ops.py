@@ -112,7 +112,7 @@ def _channel(channel_id, op_name: str):
 
 def _default_layout(shape, what: str) -> None:
     """Refuses a layout other than XLA's default (major to minor): hlogen's arrays are
-    row-major, and custom calls see them so."""
+    row-major, and XLA chooses physical layouts."""
     if shape is None:
         return
     shapes = shape.tuple_shapes() if shape.is_tuple() else [shape]
@@ -928,7 +928,7 @@ def InfeedWithToken(token, shape, config=""):
 # -- custom calls -------------------------------------------------------------------------------
 
 def _custom_call(op_name, builder, call_target_name, operands, shape, opaque, has_side_effect,
-                 schedule, api_version):
+                 schedule, api_version, operand_layouts=None, result_layouts=None):
     builder = _builder(builder, op_name)
     name = call_target_name.decode() if isinstance(call_target_name, bytes) else call_target_name
     version = enum_value(CustomCallApiVersion, api_version, f"{op_name}: api_version")
@@ -941,7 +941,8 @@ def _custom_call(op_name, builder, call_target_name, operands, shape, opaque, ha
     results = _ops.custom_call(name, _ops_list(operands, op_name, "operands"),
                                hg_shape(shape, f"{op_name}: shape"), builder=builder,
                                opaque=opaque, has_side_effect=has_side_effect,
-                               api_version=int(version))
+                               api_version=int(version), operand_layouts=operand_layouts,
+                               result_layouts=result_layouts)
     return _tuple(results, builder) if isinstance(results, builtins.tuple) else results
 
 
@@ -962,7 +963,7 @@ def CustomCallWithLayout(builder, call_target_name, operands, shape_with_layout,
                          operand_shapes_with_layout, opaque=b"", has_side_effect=False,
                          schedule=CustomCallSchedule.SCHEDULE_NONE,
                          api_version=CustomCallApiVersion.API_VERSION_ORIGINAL):
-    """CustomCall with layouts: row-major ones only (hlogen's arrays are row-major)."""
+    """CustomCall with the layouts the target reads and writes its arrays in."""
     return _custom_call_with_layout("CustomCallWithLayout", builder, call_target_name, operands,
                                     shape_with_layout, operand_shapes_with_layout, opaque,
                                     has_side_effect, schedule, api_version)
@@ -971,10 +972,16 @@ def CustomCallWithLayout(builder, call_target_name, operands, shape_with_layout,
 def _custom_call_with_layout(op_name, builder, call_target_name, operands, shape_with_layout,
                              operand_shapes_with_layout, opaque, has_side_effect, schedule,
                              api_version):
-    for s in [shape_with_layout, *operand_shapes_with_layout]:
-        _default_layout(s, op_name)
     return _custom_call(op_name, builder, call_target_name, operands, shape_with_layout, opaque,
-                        has_side_effect, schedule, api_version)
+                        has_side_effect, schedule, api_version,
+                        [_layout(s) for s in operand_shapes_with_layout],
+                        [_layout(s) for s in (shape_with_layout.tuple_shapes()
+                                              if shape_with_layout.is_tuple() else [shape_with_layout])])
+
+
+def _layout(shape):
+    """The minor-to-major order of an array Shape's layout (none for a token)."""
+    return tuple(shape.layout().minor_to_major()) if shape.is_array() else ()
 
 
 @_public
