@@ -52,6 +52,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/softmax.py
 	$(PY) benchmarks/linalg.py
 	$(PY) benchmarks/collectives.py
+	$(PY) benchmarks/xla_client.py
 
 clean:
 	rm -rf $(VENV) out .pytest_cache .hypothesis *.egg-info

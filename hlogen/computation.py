@@ -152,18 +152,27 @@ def set_names(function: ir.Operation, names: list) -> None:
     """Writes each name of `names` (None: none) into `function`'s argument attributes,
     keeping the attributes already there."""
     ctx = function.context
+    set_attributes(function, "arg_attrs", len(names), {
+        i: {NAME_ATTRIBUTE: ir.StringAttr.get(name, context=ctx)}
+        for i, name in enumerate(names) if name is not None})
+
+
+def set_attributes(function: ir.Operation, kind: str, count: int, updates: dict) -> None:
+    """Adds attributes to the arguments (`kind` "arg_attrs") or results ("res_attrs") of
+    `function`, which has `count` of them: `updates` maps an index to {name: attribute};
+    the attributes already there are kept."""
+    ctx = function.context
     attrs = function.attributes
-    old = list(ir.ArrayAttr(attrs["arg_attrs"])) if "arg_attrs" in attrs else []
+    old = list(ir.ArrayAttr(attrs[kind])) if kind in attrs else []
     dicts = []
-    for i, name in enumerate(names):
+    for i in range(count):
         entries = {}
         if i < len(old):
             found = ir.DictAttr(old[i])
             entries = {found[j].name: found[j].attr for j in range(len(found))}
-        if name is not None:
-            entries[NAME_ATTRIBUTE] = ir.StringAttr.get(name, context=ctx)
+        entries.update(updates.get(i, {}))
         dicts.append(ir.DictAttr.get(entries, context=ctx))
-    attrs["arg_attrs"] = ir.ArrayAttr.get(dicts, context=ctx)
+    attrs[kind] = ir.ArrayAttr.get(dicts, context=ctx)
 
 
 def is_public(function: ir.Operation) -> bool:

@@ -455,8 +455,12 @@ def _einsum(b: InsertingBuilder, op: ir.Operation, operands: list[Op]) -> list[O
 # jaxlib's lapack_?potrf_ffi, lapack_?trsm_ffi and lapack_?getrf_ffi, ? in s, d, c, z; their
 # flags are LAPACK's characters (uplo "L"/"U", side "L"/"R", trans_x "N"/"T"/"C", diag "N"/"U")
 # in mhlo.backend_config, and the leading dimensions are batch dimensions. The other
-# routines, eigen, SVD and QR solvers among them, are refused by hlogen.preflight.
+# routines, eigen, SVD and QR solvers among them, are refused by hlogen.preflight. The
+# kernels read their matrices column-major, and jax states those layouts: the rewrites
+# are of the calls with them (a call whose layouts differ computes on other matrices).
 _LAPACK = re.compile(r"lapack_[sdcz](potrf|trsm|getrf)_ffi")
+# routine -> (its matrix operands, its matrix results), by position
+_MATRICES = {"potrf": ((0,), (0,)), "trsm": ((0, 1), (0,)), "getrf": ((0,), (0,))}
 
 
 
@@ -466,7 +470,21 @@ def _lapack_routine(op: ir.Operation) -> str | None:
     # several results, as jax emits them; a call whose results are one tuple (HLO's form,
     # which hlogen.hlo turns into this one where it can) is left to the preflight
     tuples = any(isinstance(r.type, ir.TupleType) for r in op.results)
-    return m.group(1) if m and not tuples else None
+    if not m or tuples:
+        return None
+    operands, results = _MATRICES[m.group(1)]
+    column_major = all(_column_major(op, "operand_layouts", i) for i in operands) and \
+        all(_column_major(op, "result_layouts", i) for i in results)
+    return m.group(1) if column_major else None
+
+
+def _column_major(op: ir.Operation, kind: str, index: int) -> bool:
+    """Whether the matrices of operand (or result) `index` are column-major, as jax states."""
+    if kind not in op.attributes:
+        return False  # XLA's default: row-major
+    order = [int(v) for v in ir.DenseIntElementsAttr(ir.ArrayAttr(op.attributes[kind])[index])]
+    rank = len(order)
+    return rank >= 2 and order[:2] == [rank - 2, rank - 1]
 
 
 def _lapack_flag(op: ir.Operation, name: str) -> str:

@@ -401,6 +401,11 @@ def _argument_cases():
         (("t", [x], hg.f32[3]), {"opaque": {"k": 1}, "api_version": 2},
          "a dict of attributes needs the typed FFI"),
         (("t", [x], hg.f32[3]), {"opaque": 1.5, "api_version": 3}, "opaque must be bytes or a str"),
+        (("t", [x], hg.f32[3]), {"operand_layouts": [(0,), (0,)]},
+         r"operand_layouts must give one layout \(or None\) per operand \(1\)"),
+        (("t", [x], hg.f32[3]), {"result_layouts": [(1,)]},
+         r"result_layouts\[0\]=\[1\] must order the 1 dimensions of f32\[3\]"),
+        (("t", [x], hg.f32[3]), {"result_layouts": "0"}, "result_layouts must give one layout"),
     ]
 
 
@@ -424,7 +429,11 @@ def test_accepted_argument_forms():
               "g": np.array([1, 2], np.uint16), "h": np.float64(2.5), "i": np.array(4, np.int16)}
     custom_call("t", [x], hg.f32[3], opaque=nested)
     custom_call("t", [x], hg.f32[3], opaque=bytearray(b"\x00\xff"), api_version=3)
+    m = b.parameter(hg.f32[2, 3, 4], "m")
+    custom_call("t", [m, x], hg.f32[4, 3], operand_layouts=[(1, 2, 0), None], result_layouts=[[0, 1]])
     text = b.build(one).as_text()
+    assert ("operand_layouts = [dense<[1, 2, 0]> : tensor<3xindex>, dense<0> : tensor<1xindex>], "
+            "result_layouts = [dense<[0, 1]> : tensor<2xindex>]") in text
     for part in ("a = true", "b = 7 : ui8", 'c = "s"', "f = -1 : i32",
                  "d = {e = dense<[1.500000e+00, 2.000000e+00]>", "g = dense<[1, 2]> : tensor<2xui16>", "h = 2.500000e+00 : f64",
                  "i = 4 : i16", 'backend_config = "\\00\\FF"'):

@@ -187,6 +187,30 @@ def test_jax_lu_export_runs_on_the_interpreter():
             _close(g, w, backend)
 
 
+def test_getrf_built_with_jaxs_layouts_and_without():
+    """ops.custom_call with jax's column-major layouts is the call jax makes: both backends
+    run it alike. Declared row-major, the kernel factors the transposed matrices, which the
+    interpreter's rewrite does not: it refuses the call."""
+    a = _random(np.random.default_rng(4), (3, 3), np.float32)
+    b = hg.Builder("getrf")
+    x = b.parameter(hg.f32[3, 3])
+    shapes = (hg.f32[3, 3], hg.s32[3], hg.s32[()])
+    comp = b.build(*hg.ops.custom_call("lapack_sgetrf_ffi", [x], shapes, operand_layouts=[(0, 1)],
+                                       result_layouts=[(0, 1), None, None]))
+    want_lu, want_pivots, _ = lapack.getrf(a)
+    for backend in BACKENDS:
+        lu, pivots, _ = run(comp, backend, a)
+        np.testing.assert_array_equal(pivots, want_pivots, err_msg=backend)
+        _close(lu, want_lu, backend)
+    b = hg.Builder("row_major")
+    x = b.parameter(hg.f32[3, 3])
+    comp = b.build(*hg.ops.custom_call("lapack_sgetrf_ffi", [x], shapes))
+    with pytest.raises(hg.UnsupportedError, match="column-major"):
+        hg.interpret(comp, a)
+    lu, _, _ = run(comp, "cpu", a)
+    _close(lu, lapack.getrf(a.T)[0].T)  # PJRT runs it: the factors of a.T
+
+
 # -- what has no formulation -------------------------------------------------------------------
 
 @pytest.mark.parametrize("fn,routine", [(jnp.linalg.eigh, "syevd"), (jnp.linalg.svd, "gesdd"),

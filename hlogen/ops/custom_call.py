@@ -3,7 +3,8 @@
 `opaque` reaches the target as XLA passes it: for the typed FFI (api_version=4, the
 default) as attributes, which the handler binds by name and type (`.Attr<float>("scale")`);
 for the legacy API versions 1-3 as the opaque byte string (version 3 receives it).
-Operands and results are row-major arrays (explicit layouts, as jax emits them) and tokens.
+Operands and results are row-major arrays (explicit layouts, as jax emits them; others on
+request) and tokens.
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from hlogen import mlir
 from hlogen import types as T
 from hlogen.builder import Builder, Op, same_builder
 from hlogen.errors import HlogenError, ShapeError
-from hlogen.ops._common import flag
+from hlogen.ops._common import flag, int_list
 
 _OP = "custom_call"
 
@@ -84,7 +85,7 @@ _ATTRIBUTE_DTYPES = frozenset(np.dtype(t) for t in (
 
 
 def custom_call(target_name, args, shape, *, builder=None, opaque=b"", has_side_effect=False,
-                api_version=None):
+                api_version=None, operand_layouts=None, result_layouts=None):
     """CustomCall(target_name, args, shape): calls target `target_name` on `args`.
 
     `args` is a list of Ops (arrays or tokens; with none, pass `builder=`). `shape` is
@@ -96,6 +97,9 @@ def custom_call(target_name, args, shape, *, builder=None, opaque=b"", has_side_
     the text of an MLIR dictionary (`"{scale = 2.0 : f32}"`, as in XLA's HLO); for the
     legacy versions, the bytes (or str) passed to the target. A call without results
     must have `has_side_effect=True`; with it, XLA neither removes nor merges the call.
+    The target sees row-major arrays; `operand_layouts` and `result_layouts` (one XLA
+    minor-to-major order per operand or result, None for row-major) ask XLA for others,
+    e.g. (0, 1) for a column-major matrix, as jaxlib's LAPACK targets want them.
     """
     name = _target_name(target_name)
     version = _api_version(api_version)
@@ -112,9 +116,9 @@ def custom_call(target_name, args, shape, *, builder=None, opaque=b"", has_side_
         "api_version": ir.IntegerAttr.get(ir.IntegerType.get_signless(32, context=ctx), version),
         "has_side_effect": ir.BoolAttr.get(side_effect, context=ctx),
         "backend_config": _backend_config(opaque, version),
-        # row-major, as jax states them: the native code indexes C-order arrays
-        "operand_layouts": _layouts([o.shape for o in operands]),
-        "result_layouts": _layouts(shapes),
+        # row-major unless asked otherwise: the native code indexes C-order arrays
+        "operand_layouts": _layouts("operand_layouts", [o.shape for o in operands], operand_layouts),
+        "result_layouts": _layouts("result_layouts", shapes, result_layouts),
     }
     results = owner.add_op_with_regions("stablehlo.custom_call", shapes, operands, attributes, ())
     return tuple(results) if several else results[0]
@@ -192,18 +196,29 @@ def _result_shapes(shape) -> tuple[list, bool]:
 _layout_cache: dict = {}
 
 
-def _layouts(shapes) -> ir.Attribute:
-    ctx = mlir.context()
-    index = ir.IndexType.get(context=ctx)
+def _layouts(arg: str, shapes, given) -> ir.Attribute:
+    """XLA's minor-to-major order of each of `shapes`: `given` ones (None: row-major)."""
+    if given is None:
+        given = [None] * len(shapes)
+    elif isinstance(given, (str, bytes)) or not isinstance(given, (list, tuple)) or \
+            len(given) != len(shapes):
+        raise ShapeError(f"{_OP}: {arg} must give one layout (or None) per "
+                         f"{arg.split('_')[0]} ({len(shapes)}), got {given!r}")
     layouts = []
-    for s in shapes:
+    for i, (s, layout) in enumerate(zip(shapes, given)):
         rank = s.rank if isinstance(s, T.Shape) else 0  # a token has no dimensions
-        found = _layout_cache.get(rank)
+        order = tuple(range(rank - 1, -1, -1)) if layout is None else \
+            int_list(_OP, f"{arg}[{i}]", layout)
+        if sorted(order) != list(range(rank)):
+            raise ShapeError(f"{_OP}: {arg}[{i}]={list(order)} must order the {rank} dimensions "
+                             f"of {s}, minor to major (a permutation of 0..{rank - 1})")
+        found = _layout_cache.get(order)
         if found is None:
-            found = _layout_cache[rank] = ir.DenseElementsAttr.get(
-                np.arange(rank - 1, -1, -1, dtype=np.int64), type=index, context=ctx)
+            ctx = mlir.context()
+            found = _layout_cache[order] = ir.DenseElementsAttr.get(
+                np.array(order, dtype=np.int64), type=ir.IndexType.get(context=ctx), context=ctx)
         layouts.append(found)
-    return ir.ArrayAttr.get(layouts, context=ctx)
+    return ir.ArrayAttr.get(layouts, context=mlir.context())
 
 
 # -- backend_config ----------------------------------------------------------------------

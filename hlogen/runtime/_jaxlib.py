@@ -11,7 +11,11 @@ What is used, and why:
 - `xla_bridge` and the `jax_num_cpu_devices` option: how many CPU devices the CPU
   backend starts with (replicas), which only counts before any backend starts;
 - `jaxlib._hlo`: XLA's optimized HLO modules as objects (instructions, operands) and
-  XLA's own DOT renderer of them (hlogen.runtime.inspection draws them).
+  XLA's own DOT renderer of them (hlogen.runtime.inspection draws them);
+- for hlogen.xla_client (the removed XlaBuilder API): `xla_client`'s Shape,
+  ProgramShape, XlaComputation, PrimitiveType, OpSharding, HloSharding, CompileOptions
+  and DeviceAssignment, and `_jax.mlir.mlir_module_to_xla_computation`, XLA's converter
+  of StableHLO to an HLO module.
 """
 from __future__ import annotations
 
@@ -70,6 +74,11 @@ def join_distributed(coordinator: str, num_processes: int, process_id: int,
                                process_id=process_id, initialization_timeout=timeout_seconds)
 
 
+def replicated_sharding(devices: list):
+    """A sharding that puts one whole array on each of `devices` (see ReplicatedPlacement)."""
+    return NamedSharding(Mesh(devices, ("replica",)), PartitionSpec())
+
+
 def _options(devices) -> "xla_client.CompileOptions":
     options = xla_client.CompileOptions()
     if len(devices) > 1:  # one replica per device, in the order given
@@ -79,11 +88,13 @@ def _options(devices) -> "xla_client.CompileOptions":
     return options
 
 
-def compile(client, code: bytes, devices: list):
-    """A LoadedExecutable of StableHLO `code` (text or bytecode): one replica per device."""
+def compile(client, code: bytes, devices: list, options=None):
+    """A LoadedExecutable of StableHLO `code` (text or bytecode): one replica per device,
+    or as `options` (an xla_client.CompileOptions) say."""
     if client.platform == "cpu" and _LAPACK_TARGET in code:
         _initialize_lapack()
-    return client.compile_and_load(code, xla_client.DeviceList(tuple(devices)), _options(devices))
+    return client.compile_and_load(code, xla_client.DeviceList(tuple(devices)),
+                                   _options(devices) if options is None else options)
 
 
 # jaxlib's LAPACK targets are named lapack_<type><routine>_ffi; a module that names one
@@ -110,6 +121,12 @@ def hlo_text_to_proto(text: str) -> bytes:
 
 def hlo_proto_to_text(proto: bytes) -> str:
     return _hlo.HloModule.from_serialized_hlo_module_proto(proto).to_string()
+
+
+def hlo_computation(code: bytes, return_tuple: bool):
+    """XLA's HLO module (an xla_client.XlaComputation) of StableHLO `code`, by XLA's own
+    converter; `return_tuple`: the results as one tuple, the root XlaBuilder gives."""
+    return _jax.mlir.mlir_module_to_xla_computation(code, return_tuple=return_tuple)
 
 
 def hlo_to_stablehlo(proto: bytes) -> bytes:
@@ -215,13 +232,19 @@ class ReplicatedPlacement:
 
     def __init__(self, shape_dims, dtype, devices: list, local_devices: list):
         self.shape = tuple(shape_dims)
-        self.sharding = NamedSharding(Mesh(devices, ("replica",)), PartitionSpec())
+        self.sharding = replicated_sharding(devices)
         self._local = [Placement(shape_dims, dtype, d) for d in local_devices]
 
     def put(self, arrays: list):
         """One array per local replica, in replica order."""
         shards = [p.put(a) for p, a in zip(self._local, arrays)]
         return jax.make_array_from_single_device_arrays(self.shape, self.sharding, shards)
+
+
+def join_shards(shards: list, devices: list):
+    """One array per device (all of one shape) as the argument execute_sharded takes."""
+    return jax.make_array_from_single_device_arrays(shards[0].shape, replicated_sharding(devices),
+                                                    shards)
 
 
 def execute_replicated(loaded, device_arrays: list) -> list:

@@ -84,10 +84,12 @@ class Prepared:
         return flat
 
 
-def prepare(computation: Computation, backend: Backend, num_replicas: int = 1) -> Prepared:
+def prepare(computation: Computation, backend: Backend, num_replicas: int = 1,
+            num_partitions: int = 1) -> Prepared:
     """The module `backend` runs: checked (hlogen.preflight, including its collectives
     against `num_replicas`), legalized, rewritten as the backend's declaration lists
-    (hlogen.rewrites), then checked for what the backend refuses."""
+    (hlogen.rewrites), then checked for what the backend refuses. `num_partitions` above
+    1 is for XLA's SPMD partitioner (hlogen.xla_client)."""
     where = computation.source or computation.name
     preflight.check_module(computation.module, where)
     preflight.check_replicas(computation.module, num_replicas, where)
@@ -95,7 +97,7 @@ def prepare(computation: Computation, backend: Backend, num_replicas: int = 1) -
     with mlir.context():  # what XLA reads the replica count from, besides its options
         attributes = legal.module.operation.attributes
         attributes["mhlo.num_replicas"] = int_attr(num_replicas, 32)
-        attributes["mhlo.num_partitions"] = int_attr(1, 32)
+        attributes["mhlo.num_partitions"] = int_attr(num_partitions, 32)
     rewrites.rewrite_module(legal.module, backend.rewrites, num_replicas)
     read = [_reading(backend, leaf.element_type)
             for leaf in T.leaf_shapes(computation.result_shapes)]
