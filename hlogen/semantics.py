@@ -12,8 +12,12 @@ modules get the same semantics from the same code:
 - ReducePrecision keeps NaN (with mantissa_bits=0 the interpreter returns Inf);
 - narrow floats (f4, f6, f8): functions computed in f32 and rounded back, and converted
   to integers through f32, as XLA computes them (XLA CPU's own f4 conversion makes 6.0
-  INT_MAX; the interpreter rounds f8e3m4 to NaN); loaded modules get the rounding and
-  the conversion (their transcendental functions stay as XLA CPU computes them anyway);
+  INT_MAX; the interpreter rounds f8e3m4 to NaN), in loaded modules too;
+- start indices of DynamicSlice, DynamicUpdateSlice, Gather and Scatter are converted to
+  a signed type that holds them (the interpreter reads unsigned indices as signed), and
+  Scatter windows that do not fit are sent wholly out of bounds (XLA skips them whole,
+  the interpreter updates their in-bounds part);
+- PopulationCount of s4 counts its 4 bits (XLA CPU sign-extends first);
 - empty replica groups mean every replica, one group (`explicit_replica_groups`: XLA
   CPU dies with SIGFPE on an AllToAll without groups, the interpreter aborts on any
   collective without them).
@@ -171,6 +175,99 @@ def _i32(value: int) -> ir.Attribute:
     return ir.IntegerAttr.get(ir.IntegerType.get_signless(32, context=mlir.context()), value)
 
 
+# -- PopulationCount -------------------------------------------------------------------
+
+def population_count(emitter, shape: T.Shape, x) -> ir.Value:
+    """PopulationCount of `shape`; s4 counts its 4 bits, as u4 (XLA CPU sign-extends s4
+    first: popcnt(-8) = 5)."""
+    if shape.element_type.name != "s4":
+        return _one(emitter, "stablehlo.popcnt", shape, [x])
+    bits = shape.with_element_type(T.u4)
+    counted = _one(emitter, "stablehlo.popcnt", bits,
+                   [_one(emitter, "stablehlo.bitcast_convert", bits, [x])])
+    return _one(emitter, "stablehlo.bitcast_convert", shape, [counted])
+
+
+# -- start indices: DynamicSlice, DynamicUpdateSlice, Gather, Scatter ---------------------
+
+_S64_MAX = 2**63 - 1
+
+
+def index_type(element_types, largest_bound: int) -> T.ElementType:
+    """s32, or s64 when an index type or a bound needs it: every index converts exactly."""
+    wide = largest_bound >= 2**31 or any(et.name in ("s64", "u32", "u64") for et in element_types)
+    return T.s64 if wide else T.s32
+
+
+def signed_index(emitter, shape: T.Shape, x, target: T.ElementType) -> ir.Value:
+    """Indices `x` of `shape` as the signed `target`, values kept (u64 beyond s64's range
+    becomes s64's largest, out of bounds just the same): the interpreter reads unsigned
+    indices as signed (a u32 2**31 would start at 0 instead of being clamped to the end)."""
+    if shape.element_type == target:
+        return x
+    if shape.element_type.name == "u64":
+        x = _one(emitter, "stablehlo.minimum", shape, [x, _full(emitter, shape, _S64_MAX)])
+    return _one(emitter, "stablehlo.convert", shape.with_element_type(target), [x])
+
+
+def scatter_indices(emitter, operand: T.Shape, updates: T.Shape, indices: T.Shape, x,
+                    update_window_dims, inserted_dims, batching_dims, index_map, ivd):
+    """Scatter's indices `x` (of shape `indices`) as XLA reads them, and the
+    scatter_dims_to_operand_dims they go with: signed (signed_index); index vectors of no
+    components given one 0 component (XLA CPU skips every update when the indices hold
+    no elements); an index vector whose window does not fit in the operand replaced by
+    the operand's sizes, so that no element of its window is in bounds and every backend
+    skips the whole window, as XLA does (the interpreter would update its in-bounds part)."""
+    target = index_type([indices.element_type], max(operand.dimensions, default=0))
+    x, indices = signed_index(emitter, indices, x, target), indices.with_element_type(target)
+    free = [d for d in range(operand.rank) if d not in batching_dims]
+    if not index_map and free and updates.size:
+        indices = T.Shape(target, tuple(1 if d == ivd else n for d, n in enumerate(indices.dimensions)))
+        x, index_map = _full(emitter, indices, 0), (free[0],)
+    if not index_map:  # index vectors of no components: every window starts at 0
+        return x, tuple(index_map)
+    window = [1] * operand.rank
+    windowed = [d for d in range(operand.rank) if d not in inserted_dims and d not in batching_dims]
+    for d, u in zip(windowed, update_window_dims):
+        window[d] = updates.dimensions[u]
+    highest = [operand.dimensions[d] - window[d] for d in index_map]
+    pred = indices.with_element_type(T.pred)
+    fits = _one(emitter, "stablehlo.and", pred, [
+        _compare(emitter, indices, "GE", x, _full(emitter, indices, 0)),
+        _compare(emitter, indices, "LE", x, _along_vector(emitter, indices, ivd, highest))])
+    dims = indices.dimensions
+    if ivd < len(dims):  # a window fits when every component of its vector does
+        part = T.Shape(T.pred, tuple(1 if d == ivd else n for d, n in enumerate(dims)))
+        every = None
+        for k in range(dims[ivd]):
+            start = [k if d == ivd else 0 for d in range(len(dims))]
+            limit = [k + 1 if d == ivd else n for d, n in enumerate(dims)]
+            one = _one(emitter, "stablehlo.slice", part, [fits], {
+                "start_indices": _i64s(start), "limit_indices": _i64s(limit),
+                "strides": _i64s([1] * len(dims))})
+            every = one if every is None else _one(emitter, "stablehlo.and", part, [every, one])
+        fits = _one(emitter, "stablehlo.broadcast_in_dim", pred, [every],
+                    {"broadcast_dimensions": _i64s(range(len(dims)))})
+    sizes = [operand.dimensions[d] for d in index_map]
+    return _select(emitter, indices, fits, x, _along_vector(emitter, indices, ivd, sizes)), \
+        tuple(index_map)
+
+
+def _along_vector(emitter, shape: T.Shape, ivd: int, values) -> ir.Value:
+    """One value per component of an index vector, laid out like indices of `shape`."""
+    if ivd == shape.rank or len(set(values)) == 1:
+        return _full(emitter, shape, values[0])
+    vector = T.Shape(shape.element_type, (len(values),))
+    constant = _one(emitter, "stablehlo.constant", vector, [],
+                    {"value": mlir.dense_attr(np.array(values, dtype=shape.dtype), vector)})
+    return _one(emitter, "stablehlo.broadcast_in_dim", shape, [constant],
+                {"broadcast_dimensions": _i64s([ivd])})
+
+
+def _i64s(values) -> ir.Attribute:
+    return ir.DenseI64ArrayAttr.get(list(values), context=mlir.context())
+
+
 # -- the rewrite of loaded modules ----------------------------------------------------
 
 class _Before:
@@ -185,6 +282,10 @@ class _Before:
                                    attributes=attributes, loc=self._loc, ip=self._ip)
 
 
+# what a rewrite returns when it changed the op's operands in place (the op stays)
+_OPERANDS_CHANGED = object()
+
+
 def rewrite_module(module: ir.Module) -> int:
     """Gives every op of `module` whose result StableHLO leaves open XLA's result, in
     place, with the functions above; ops already in that form are left alone.
@@ -193,10 +294,12 @@ def rewrite_module(module: ir.Module) -> int:
     count = 0
     for op in todo:
         replacement = _REWRITES[op.name](op)
-        if replacement is not None:
+        if replacement is None:
+            continue
+        if replacement is not _OPERANDS_CHANGED:
             op.result.replace_all_uses_with(replacement)
             op.erase()
-            count += 1
+        count += 1
     return count
 
 
@@ -253,17 +356,82 @@ def _rewrite_in_f32(op):
     return in_f32(_Before(op), op.name, shape, op.operands)
 
 
-# Narrow floats' rounding to integers, computed in f32 (exact there) in loaded modules
-# too: the interpreter returns NaN for f8e3m4's (hlogen.ops.elementwise emits the
-# transcendental functions so as well, as XLA CPU computes them).
-ROUNDING_IN_F32 = ("stablehlo.ceil", "stablehlo.floor", "stablehlo.round_nearest_afz",
-                   "stablehlo.round_nearest_even")
+def _rewrite_popcnt(op):
+    shape = _shape(op.result)
+    if shape is None or shape.element_type.name != "s4":
+        return None
+    return population_count(_Before(op), shape, op.operands[0])
+
+
+def _signed_operands(op, positions, largest_bound: int):
+    """Converts the unsigned index operands of `op` at `positions` to a signed type, in
+    place: _OPERANDS_CHANGED, or None where they are signed already."""
+    shapes = [_shape(op.operands[k]) for k in positions]
+    if any(s is None for s in shapes) or all(s.element_type.kind != T.UNSIGNED for s in shapes):
+        return None
+    target = index_type([s.element_type for s in shapes], largest_bound)
+    for k, shape in zip(positions, shapes):
+        op.operands[k] = signed_index(_Before(op), shape, op.operands[k], target)
+    return _OPERANDS_CHANGED
+
+
+def _rewrite_start_indices(op):  # dynamic_slice (operand, starts...), dynamic_update_slice
+    first = 1 if op.name == "stablehlo.dynamic_slice" else 2  # (operand, update, starts...)
+    shape = _shape(op.operands[0])
+    if shape is None:
+        return None
+    return _signed_operands(op, range(first, len(op.operands)), max(shape.dimensions, default=0))
+
+
+def _rewrite_gather(op):
+    shape = _shape(op.operands[0])
+    return None if shape is None else _signed_operands(op, [1], max(shape.dimensions, default=0))
+
+
+def _rewrite_scatter(op):
+    n = (len(op.operands) - 1) // 2  # operands..., indices, updates...
+    operand, indices, updates = (_shape(op.operands[k]) for k in (0, n, n + 1))
+    if operand is None or indices is None or updates is None:
+        return None
+    numbers = stablehlo.ScatterDimensionNumbers(op.attributes["scatter_dimension_numbers"])
+    index_map, ivd = list(numbers.scattered_dims_to_operand_dims), numbers.index_vector_dim
+    if _windows_sent_out(op.operands[n], operand, index_map, ivd):
+        return None
+    safe, new_map = scatter_indices(
+        _Before(op), operand, updates, indices, op.operands[n], list(numbers.update_window_dims),
+        list(numbers.inserted_window_dims), list(numbers.input_batching_dims), index_map, ivd)
+    if safe == op.operands[n] and list(new_map) == index_map:
+        return None  # signed indices of no components, of no update
+    op.operands[n] = safe
+    if list(new_map) != index_map:
+        op.attributes["scatter_dimension_numbers"] = stablehlo.ScatterDimensionNumbers.get(
+            list(numbers.update_window_dims), list(numbers.inserted_window_dims),
+            list(numbers.input_batching_dims), list(numbers.scatter_indices_batching_dims),
+            list(new_map), ivd, context=mlir.context())
+    return _OPERANDS_CHANGED
+
+
+# Functions of narrow floats (f4, f6, f8) computed in f32 and rounded back, as XLA CPU
+# computes them, in built and loaded modules: computed in f8 itself, intermediate values
+# overflow (exp(7) > 448), XLA CPU's f8 atan2 is off by ulps, chlo.erf has no f8 lowering,
+# the interpreter's f8e4m3fn logistic and its f8e3m4 rounding differ.
+IN_F32 = ("stablehlo.cbrt", "stablehlo.cosine", "chlo.erf", "stablehlo.exponential",
+          "stablehlo.exponential_minus_one", "stablehlo.log", "stablehlo.log_plus_one",
+          "stablehlo.logistic", "stablehlo.rsqrt", "stablehlo.sine", "stablehlo.sqrt",
+          "stablehlo.tan", "stablehlo.tanh", "stablehlo.atan2",
+          "stablehlo.ceil", "stablehlo.floor", "stablehlo.round_nearest_afz",
+          "stablehlo.round_nearest_even")
 
 _REWRITES = {"stablehlo.divide": _rewrite_division, "stablehlo.remainder": _rewrite_division,
              "stablehlo.compare": _rewrite_compare,
              "stablehlo.reduce_precision": _rewrite_reduce_precision,
              "stablehlo.convert": _rewrite_convert,
-             **{name: _rewrite_in_f32 for name in ROUNDING_IN_F32}}
+             **{name: _rewrite_in_f32 for name in IN_F32 if name.startswith("stablehlo.")},
+             "stablehlo.popcnt": _rewrite_popcnt,
+             "stablehlo.dynamic_slice": _rewrite_start_indices,
+             "stablehlo.dynamic_update_slice": _rewrite_start_indices,
+             "stablehlo.gather": _rewrite_gather,
+             "stablehlo.scatter": _rewrite_scatter}
 
 
 # -- recognizing what the functions above emitted (so a second rewrite changes nothing)
@@ -326,6 +494,42 @@ def _nan_is_kept(op) -> bool:
                 not str(test.attributes["comparison_direction"]).endswith(" NE>"):
             return False
     return bool(uses)
+
+
+def _windows_sent_out(indices, operand: T.Shape, index_map, ivd: int) -> bool:
+    """True when scatter `indices` are select(fits, x, sizes) as scatter_indices emits:
+    signed, the operand's sizes where the window of x does not fit, `fits` read from x."""
+    shape = _shape(indices)
+    select = _defining(indices, "stablehlo.select")
+    if not index_map or shape is None or shape.element_type.kind != T.SIGNED or select is None:
+        return False
+    sizes = [operand.dimensions[d] for d in index_map]
+    single = _splat(select.operands[2])
+    if single is not None and set(sizes) != {single}:
+        return False
+    if single is None and _broadcast_vector(select.operands[2], ivd) != sizes:
+        return False
+    return _reads(select.operands[0], select.operands[1], depth=4 + 2 * len(index_map))
+
+
+def _broadcast_vector(value, ivd: int):
+    """The values of a constant vector broadcast along dimension `ivd`, or None."""
+    broadcast = _defining(value, "stablehlo.broadcast_in_dim")
+    const = broadcast and _defining(broadcast.operands[0], "stablehlo.constant")
+    if not const or list(ir.DenseI64ArrayAttr(broadcast.attributes["broadcast_dimensions"])) != [ivd]:
+        return None
+    return np.array(ir.DenseElementsAttr(const.attributes["value"])).reshape(-1).tolist()
+
+
+def _reads(value, source, depth: int) -> bool:
+    """True when `value` is computed from `source` through at most `depth` ops."""
+    if value == source:
+        return True
+    owner = value.owner
+    if depth == 0 or isinstance(owner, ir.Block) or owner is None:
+        return False
+    owner = owner.operation if hasattr(owner, "operation") else owner
+    return any(_reads(v, source, depth - 1) for v in owner.operands)
 
 
 def explicit_replica_groups(module: ir.Module, num_replicas: int) -> None:

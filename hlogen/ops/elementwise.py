@@ -19,7 +19,6 @@ from hlogen import types as T
 from hlogen.broadcasting import binary_broadcast, broadcast_shapes_exactly
 from hlogen.builder import Op, same_builder
 from hlogen.errors import ShapeError
-from hlogen.ops.conversion import bitcast_convert_type
 from hlogen.ops.tuples import get_tuple_element, tuple as make_tuple
 from hlogen.ops._common import (ANY, ARITHMETIC, COMPLEX, FLOAT, FLOATING, INTEGER, LOGICAL,
                                 PRED, UNSIGNED, array_operand, as_operands,
@@ -87,7 +86,7 @@ def _binary_op(name, lhs, rhs, broadcast_dimensions):
         shape = shape.with_element_type(et)
     if name in ("div", "rem") and et.is_integer:
         return _integer_division(name, mlir_name, shape, lhs, rhs)
-    if name == "atan2" and et.is_narrow_float:  # in f32, as the unary functions below
+    if et.is_narrow_float and mlir_name in semantics.IN_F32:  # as XLA CPU computes them
         return Op(lhs.builder, semantics.in_f32(lhs.builder, mlir_name, shape,
                                                 [lhs.value, rhs.value]), shape)
     return lhs.builder.add_op(mlir_name, shape, [lhs, rhs])
@@ -158,27 +157,18 @@ UNARY = {
 }
 
 
-# Transcendental functions of narrow floats (f4, f6, f8) are computed in f32 and rounded
-# back, as XLA CPU does: computed in f8 itself, intermediate values overflow (exp(7) >
-# 448), XLA CPU's f8 atan2 is off by ulps, and chlo.erf has no f8 lowering at all.
-# Rounding to integers too (semantics.ROUNDING_IN_F32, for loaded modules as well).
-_NARROW_IN_F32 = {"cbrt", "cos", "erf", "exp", "expm1", "log", "log1p", "logistic", "rsqrt",
-                  "sin", "sqrt", "tan", "tanh"}
-
-
 def _unary_op(name, operand):
     _, mlir_name, kinds, result = UNARY[name]
     et = check_kind(name, "operand", operand, kinds)
     if et.kind == UNSIGNED and name in ("abs", "sign"):
         # XLA: |x| = x and sgn(x) = min(x, 1) for unsigned x; StableHLO has neither.
         return operand if name == "abs" else _binary_op("min", operand, 1, ())
-    if et.is_narrow_float and (name in _NARROW_IN_F32 or mlir_name in semantics.ROUNDING_IN_F32):
+    if et.is_narrow_float and mlir_name in semantics.IN_F32:  # as XLA CPU computes them
         return Op(operand.builder, semantics.in_f32(operand.builder, mlir_name, operand.shape,
                                                     [operand.value]), operand.shape)
-    if name == "population_count" and et.name == "s4":
-        # XLA CPU sign-extends s4 before counting (popcnt(-8) = 5); count the u4 bits.
-        unsigned = _unary_op(name, bitcast_convert_type(operand, T.u4))
-        return bitcast_convert_type(unsigned, et)
+    if name == "population_count":  # s4's 4 bits, in loaded modules too
+        return Op(operand.builder, semantics.population_count(operand.builder, operand.shape,
+                                                              operand.value), operand.shape)
     result_et = {SAME: et, PRED_RESULT: T.pred, COMPONENT: et.component}[result]
     shape = T.Shape(result_et, operand.shape.dimensions)
     return operand.builder.add_op(mlir_name, shape, [operand])
