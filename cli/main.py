@@ -415,12 +415,23 @@ def devices():
 def samples(ctx):
     """The sample computations (samples/*.py): list them, show one, run one."""
     if ctx.invoked_subcommand is None:
-        # here, not at the top: start-up (`hlogen --help` and run's parent need no hlogen)
-        from hlogen_cli import samples as sample_files
-        rows = sample_files.listing()
-        width = max(len(name) for name, _ in rows)
-        for name, doc in rows:
-            click.echo(f"{name:{width}}  {doc}")
+        _list_samples()
+
+
+@samples.command(name="list")
+@reports_errors
+def samples_list():
+    """List every sample function with its one-line description (as `hlogen samples`)."""
+    _list_samples()
+
+
+def _list_samples() -> None:
+    # here, not at the top: start-up (`hlogen --help` and run's parent need no hlogen)
+    from hlogen_cli import samples as sample_files
+    rows = sample_files.listing()
+    width = max(len(name) for name, _ in rows)
+    for name, doc in rows:
+        click.echo(f"{name:{width}}  {doc}")
 
 
 @samples.command(name="show")

@@ -1,5 +1,6 @@
-"""`hlogen samples`: the sample files (samples/*.py next to the package, or
-$HLOGEN_SAMPLES), their functions, and default inputs to run them on."""
+"""`hlogen samples`: the sample files (samples/*.py of a clone, shipped in the package as
+hlogen_cli/sample_files; or $HLOGEN_SAMPLES), their functions, and default inputs to
+run them on."""
 from __future__ import annotations
 
 import os
@@ -16,7 +17,9 @@ from hlogen_cli import sources
 def directory() -> pathlib.Path:
     if os.environ.get("HLOGEN_SAMPLES"):
         return pathlib.Path(os.environ["HLOGEN_SAMPLES"])
-    return pathlib.Path(__file__).resolve().parent.parent / "samples"
+    here = pathlib.Path(__file__).resolve().parent
+    installed, clone = here / "sample_files", here.parent / "samples"  # (pyproject.toml)
+    return installed if installed.is_dir() or not clone.is_dir() else clone
 
 
 def _files() -> list[pathlib.Path]:
