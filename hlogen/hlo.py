@@ -94,6 +94,19 @@ def module_proto(data: bytes) -> bytes | None:
     return data if any(n == 3 and w == 2 for n, w, _ in fields) else None
 
 
+def proto_damage(data: bytes) -> str | None:
+    """Why `data`, which begins as XLA's HLO protos do (field 1, length-delimited) but
+    is not one, does not read as one ("truncated", ...); None where it reads."""
+    if not data.startswith(b"\x0a"):
+        return None
+    try:
+        list(_fields(data))
+    except ValueError as e:
+        return "it ends inside a field (truncated)" if str(e) == "truncated" else \
+            f"it does not read as protobuf fields ({e})"
+    return None
+
+
 # -- optimized modules as plain HLO ----------------------------------------------------------
 
 # an instruction: "%name = SHAPE opcode(operands), attributes" (a shape holds no " x(")
