@@ -13,6 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from jaxlib.mlir._mlir_libs import _stablehlo
 
 import hlogen as hg
 
@@ -202,19 +203,10 @@ def test_an_old_target_version_is_an_error_without_mlir_s_raw_diagnostic():
     emitted = hlogen("emit", SAMPLES / "mlp.py", "-o", "-", "--format", "portable",
                      "--target-version", "0.0.1")
     assert emitted.returncode == 2 and emitted.stdout == ""
+    oldest, newest = _stablehlo.get_minimum_version(), _stablehlo.get_current_version()
     assert emitted.stderr == ("error: to_portable: cannot serialize for StableHLO 0.0.1 (this "
-                              f"jaxlib writes {hg_minimum()} to {hg_current()}): target version "
-                              f"0.0.1 is less than minimum supported {hg_minimum()}\n")
-
-
-def hg_minimum():
-    from jaxlib.mlir._mlir_libs import _stablehlo  # (the versions this jaxlib writes)
-    return _stablehlo.get_minimum_version()
-
-
-def hg_current():
-    from jaxlib.mlir._mlir_libs import _stablehlo  # (as above)
-    return _stablehlo.get_current_version()
+                              f"jaxlib writes {oldest} to {newest}): target version 0.0.1 is "
+                              f"less than minimum supported {oldest}\n")
 
 
 def test_a_truncated_hlo_proto_is_called_truncated(tmp_path):
