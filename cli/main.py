@@ -429,7 +429,8 @@ def devices():
             continue
         found = client.local_devices()
         if platform == "cpu":  # XLA CPU's devices are not cores: say so, and what there is
-            cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+            cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
+                else os.cpu_count()
             click.echo(f"cpu: {len(found)} virtual devices (ids {found[0].id}-{found[-1].id}, "
                        f"{client.platform} {client.platform_version}) that share this "
                        f"machine's {cores} core{'s' * (cores != 1)}: XLA CPU runs one replica "

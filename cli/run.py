@@ -71,13 +71,17 @@ def run(file: str, function_name: str | None, options: dict, default_inputs=None
             # does not scale with them, would pass over a flushed subnormal
             found = first_divergence(comp, per_replica_args[0], backend=o.backend or "cpu",
                                      max_ulp=3, rtol=o.rtol)
-            click.echo(f"explain: {found or 'every intermediate value of @main agrees within 3 ULP (or --rtol); the difference comes from the results as a whole'}")
+            click.echo(f"explain: {found or _AGREES}")
     if expected:
         failed |= not _compared(got, expected, local, o, "", "expected")
     if not_compared is not None:
         raise UnsupportedError(f"--check-interpret compared nothing: {not_compared}")
     if failed:
         sys.exit(1)
+
+
+_AGREES = ("every intermediate value of @main agrees within 3 ULP (or --rtol); the "
+           "difference comes from the results as a whole")
 
 
 def _profile():

@@ -110,8 +110,8 @@ def proto_damage(data: bytes) -> str | None:
 # -- optimized modules as plain HLO ----------------------------------------------------------
 
 # an instruction: "%name = SHAPE opcode(operands), attributes" (a shape holds no " x(")
-_INSTRUCTION = re.compile(r"^([ \t]*(?:ROOT\s+)?)%?([^\s=%]+) = ([^=\n]*?) ([a-z][a-z0-9-]*)\((.*)$",
-                          re.M)
+_INSTRUCTION = re.compile(
+    r"^([ \t]*(?:ROOT\s+)?)%?([^\s=%]+) = ([^=\n]*?) ([a-z][a-z0-9-]*)\((.*)$", re.M)
 _ARRAY_SHAPE = re.compile(r"([a-z][a-z0-9]*)\[([\d,]*)\](?:\{([\d,]*)\})?")
 _OPERAND = re.compile(r"(?:[^%)]*?\s)?%?([^\s,%)]+)\)(.*)")
 
@@ -133,23 +133,26 @@ def plain_hlo(text: str, where: str) -> str:
             rest = re.sub(r",\s*kind=k\w+", "", rest).replace("calls=", "to_apply=", 1)
             return f"{head}%{name} = {shape} call({rest}"
         if opcode == "bitcast":
-            line = text.count("\n", 0, m.start()) + 1
-            return _bitcast(head, name, shape, rest, shapes, f"{where}:{line}")
+            try:
+                return _bitcast(head, name, shape, rest, shapes)
+            except ValueError as e:
+                line = text.count("\n", 0, m.start()) + 1
+                raise UnsupportedError(f"{where}:{line}: {e}") from None
         return m.group(0)
 
     return _INSTRUCTION.sub(plain, text)
 
 
-def _bitcast(head: str, name: str, shape: str, rest: str, shapes: dict, where: str) -> str:
-    """The instructions of a bitcast (see plain_hlo), the last one named as it was."""
+def _bitcast(head: str, name: str, shape: str, rest: str, shapes: dict) -> str:
+    """The instructions of a bitcast (see plain_hlo), the last one named as it was;
+    ValueError for one hlogen does not read."""
     operand = _OPERAND.match(rest)
     source = shapes.get(operand.group(1), "") if operand else ""
     to, of = _array(shape), _array(source)
     if to is None or of is None or to[0].bits != of[0].bits or \
             math.prod(to[1]) != math.prod(of[1]):
-        raise UnsupportedError(f"{where}: bitcast of {source or 'its operand'} to {shape}: "
-                               f"hlogen reads bitcasts between arrays of one size and element "
-                               f"width only")
+        raise ValueError(f"bitcast of {source or 'its operand'} to {shape}: hlogen reads "
+                         f"bitcasts between arrays of one size and element width only")
     (et, dims, order), (source_et, source_dims, source_order) = to, of
     physical = _listed(dims[d] for d in order)  # major to minor
     inverse = [order.index(d) for d in range(len(order))]

@@ -222,7 +222,8 @@ def scatter_indices(emitter, operand: T.Shape, updates: T.Shape, indices: T.Shap
     x, indices = signed_index(emitter, indices, x, target), indices.with_element_type(target)
     free = [d for d in range(operand.rank) if d not in batching_dims]
     if not index_map and free and updates.size:
-        indices = T.Shape(target, tuple(1 if d == ivd else n for d, n in enumerate(indices.dimensions)))
+        indices = T.Shape(target, tuple(1 if d == ivd else n
+                                        for d, n in enumerate(indices.dimensions)))
         x, index_map = _full(emitter, indices, 0), (free[0],)
     if not index_map:  # index vectors of no components: every window starts at 0
         return x, tuple(index_map)
@@ -516,20 +517,30 @@ def _broadcast_vector(value, ivd: int):
     """The values of a constant vector broadcast along dimension `ivd`, or None."""
     broadcast = _defining(value, "stablehlo.broadcast_in_dim")
     const = broadcast and _defining(broadcast.operands[0], "stablehlo.constant")
-    if not const or list(ir.DenseI64ArrayAttr(broadcast.attributes["broadcast_dimensions"])) != [ivd]:
+    if not const or \
+            list(ir.DenseI64ArrayAttr(broadcast.attributes["broadcast_dimensions"])) != [ivd]:
         return None
     return np.array(ir.DenseElementsAttr(const.attributes["value"])).reshape(-1).tolist()
 
 
 def _reads(value, source, depth: int) -> bool:
-    """True when `value` is computed from `source` through at most `depth` ops."""
-    if value == source:
-        return True
-    owner = value.owner
-    if depth == 0 or isinstance(owner, ir.Block) or owner is None:
-        return False
-    owner = owner.operation if hasattr(owner, "operation") else owner
-    return any(_reads(v, source, depth - 1) for v in owner.operands)
+    """True when `value` is computed from `source` through at most `depth` ops (each op
+    looked at once)."""
+    seen, frontier = set(), [value]
+    for _ in range(depth + 1):
+        if source in frontier:
+            return True
+        owners = []
+        for v in frontier:
+            owner = v.owner
+            if isinstance(owner, ir.Block) or owner is None:
+                continue
+            owner = owner.operation if hasattr(owner, "operation") else owner
+            if owner not in seen:
+                seen.add(owner)
+                owners.append(owner)
+        frontier = [v for owner in owners for v in owner.operands]
+    return False
 
 
 def explicit_replica_groups(module: ir.Module, num_replicas: int) -> None:

@@ -333,6 +333,11 @@ def test_bitcasts_read_bytes_in_the_layouts_they_name():
         np.testing.assert_array_equal(flat, a.reshape(-1))
         np.testing.assert_array_equal(bits, a.reshape(-1).view(np.int32))
         np.testing.assert_array_equal(same, a.reshape(3, 2))
+    # one of another size: refused, at its line
+    other_size = BITCASTS.replace("%same = f32[3,2]{1,0} bitcast(%a)",
+                                  "%same = f32[4]{0} bitcast(%a)")
+    with pytest.raises(hg.UnsupportedError, match=r":8: bitcast of f32\[2,3\]\{1,0\} to f32\[4\]"):
+        hg.load(other_size)
 
 
 def test_a_bare_hlo_module_proto_from_jax():

@@ -109,10 +109,9 @@ def _floats_differ(x: np.ndarray, y: np.ndarray, max_ulp: int, rtol: float) -> n
     wx, wy = x.astype(np.float64), y.astype(np.float64)
     with np.errstate(all="ignore"):
         larger = np.maximum(np.abs(wx), np.abs(wy))
-        exponent = np.floor(np.log2(np.where(larger > 0, larger, 1.0)))
         # one ULP of the larger magnitude; of zero and subnormals, the smallest subnormal
-        ulp = np.ldexp(1.0, (np.maximum(np.where(larger > 0, exponent, info.minexp), info.minexp)
-                             - info.nmant).astype(np.int32))
+        exponent = np.floor(np.log2(np.maximum(larger, float(info.smallest_normal))))
+        ulp = np.ldexp(1.0, (exponent - info.nmant).astype(np.int32))
         distance = np.abs(wx - wy)
         far = (distance > max_ulp * ulp) & (distance > rtol * larger)
     special = np.isnan(wx) | np.isnan(wy) | np.isinf(wx) | np.isinf(wy)
