@@ -95,9 +95,19 @@ def module_proto(data: bytes) -> bytes | None:
 
 
 def proto_damage(data: bytes) -> str | None:
-    """Why `data`, which begins as XLA's HLO protos do (field 1, length-delimited) but
-    is not one, does not read as one ("truncated", ...); None where it reads."""
+    """Why `data`, which begins as XLA's HLO protos do (a serialized HloModuleProto: field
+    1, its name; an `xla.HloProto`, as dumps' .hlo.pb: field 1, such a module) but is not
+    one, does not read as one ("truncated", ...); None where it does not begin so (text
+    that begins with a line break does not: no name follows), or reads."""
     if not data.startswith(b"\x0a"):
+        return None
+    try:
+        size, i = _varint(data, 1)
+        if data[i:i + 1] == b"\x0a":  # an HloProto: its module, whose name comes first
+            size, i = _varint(data, i + 1)
+    except ValueError:
+        return None
+    if not 0 < size < 4096 or not _NAME.fullmatch(data[i:i + size]):
         return None
     try:
         list(_fields(data))
@@ -105,6 +115,9 @@ def proto_damage(data: bytes) -> str | None:
         return "it ends inside a field (truncated)" if str(e) == "truncated" else \
             f"it does not read as protobuf fields ({e})"
     return None
+
+
+_NAME = re.compile(rb"[\w.\-]+")
 
 
 # -- optimized modules as plain HLO ----------------------------------------------------------
