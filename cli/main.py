@@ -121,8 +121,8 @@ def emit(files, function_name, output, fmt, target_version, pipeline, force):
         if output == "-" and len(functions) > 1:
             raise HlogenError(f"-o - writes one function; {what} define {len(functions)}: "
                               f"choose with --function")
-        for _, _, fn in functions:
-            fn.computation  # raises the error of a function that cannot be traced: nothing written yet
+        for _, _, fn in functions:  # the error of a function that cannot be traced,
+            fn.computation  # raised before anything is written
     names = [name for _, name, _ in functions]
     paths = [] if output == "-" else _emit_paths(output, names, what, FORMATS[fmt], force)
     for path in dict.fromkeys(paths):  # refused before anything is written
