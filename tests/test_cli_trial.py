@@ -16,6 +16,7 @@ import pytest
 from jaxlib.mlir._mlir_libs import _stablehlo
 
 import hlogen as hg
+from hlogen.runtime import pjrt
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 HLOGEN = pathlib.Path(sys.executable).with_name("hlogen")
@@ -25,6 +26,13 @@ PRODUCT = """func.func @main(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf
   return %0 : tensor<4xf32>
 }
 """
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _hlogen_starts_the_cpu_backend():
+    """jax.jit below would start the CPU backend with jax's one device; started by hlogen
+    first, it has hlogen's (the replica tests of other files, run later, need them)."""
+    pjrt.client("cpu")
 
 
 def hlogen(*args, cwd=None, env=None):

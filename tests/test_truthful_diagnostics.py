@@ -17,8 +17,16 @@ from jax import lax
 
 import hlogen as hg
 from hlogen import conformance, ops, passes, semantics
+from hlogen.runtime import pjrt
 
 HLOGEN = pathlib.Path(sys.executable).with_name("hlogen")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _hlogen_starts_the_cpu_backend():
+    """jax.jit below would start the CPU backend with jax's one device; started by hlogen
+    first, it has hlogen's (the replica tests of other files, run later, need them)."""
+    pjrt.client("cpu")
 
 
 def hlogen(*args, cwd=None):
