@@ -26,11 +26,25 @@ def check_count(comp, args) -> None:
         missing = [f"{i} '{n}' ({s})" for i, (n, s) in enumerate(zip(names, shapes))][len(args):]
         raise InputError(f"{comp.name} takes {len(shapes)} argument(s), got {len(args)}: missing "
                          f"--input for parameter {', '.join(missing[:8])}"
-                         f"{f' and {len(missing) - 8} more' if len(missing) > 8 else ''}")
+                         f"{f' and {len(missing) - 8} more' if len(missing) > 8 else ''}"
+                         f"{_filled_by_jax(comp)}")
     if len(args) > len(shapes):
         raise InputError(f"{comp.name} takes {len(shapes)} argument(s), got {len(args)}: "
                          f"{len(args) - len(shapes)} --input value(s) too many (the first extra "
                          f"one is {shape_of(np.asarray(args[len(shapes)]))})")
+
+
+def _filled_by_jax(comp) -> str:
+    """What the message of missing inputs adds about a parameter jax's own callers fill
+    (`jax.global_constant`): the platform index of a multi-platform export."""
+    said = ""
+    for i, value in enumerate(comp.parameter_attribute("jax.global_constant")):
+        if value == "_platform_index":
+            said += (f"; parameter {i} '{comp.parameter_names[i]}' ({comp.parameter_shapes[i]}) "
+                     f"is jax's platform index, which a multi-platform export takes first: "
+                     f"the position of the platform to run as in the export's platforms (0 "
+                     f"for the first), e.g. --input {comp.parameter_shapes[i].element_type.name}=0")
+    return said
 
 
 def check_expected_count(expected, result_leaves) -> None:
@@ -146,6 +160,8 @@ def compare(got: np.ndarray, want: np.ndarray, rtol: float, atol: float) -> Verd
             max_abs = float(diff[finite].max()) if finite.any() else 0.0
             nonzero = finite & (np.abs(w) > 0)
             max_rel = float((diff[nonzero] / np.abs(w[nonzero])).max()) if nonzero.any() else 0.0
+            if (finite & (w == 0)).any():  # a difference from an expected 0 is no fraction of it
+                max_rel = float("inf")
             if (~same & ~np.isfinite(diff)).any():
                 max_abs = max_rel = float("inf")
     else:
@@ -155,6 +171,8 @@ def compare(got: np.ndarray, want: np.ndarray, rtol: float, atol: float) -> Verd
         with np.errstate(all="ignore"):
             rel = np.abs(wide) / np.abs(want.astype(np.float64))
         max_rel = float(rel[bad & (want != 0)].max()) if (bad & (want != 0)).any() else 0.0
+        if (bad & (want == 0)).any():  # (as for floats)
+            max_rel = float("inf")
     verdict = Verdict(not bad.any(), max_abs, max_rel, int(bad.sum()), int(got.size),
                       rtol=rtol, atol=atol)
     if bad.any():

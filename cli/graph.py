@@ -17,13 +17,14 @@ import click
 from hlogen import drawing
 from hlogen import graph as graphs
 from hlogen.errors import InputError, UnsupportedError
-from hlogen_cli import isolation, outputs, sources
+from hlogen_cli import completion, isolation, outputs, sources
 from hlogen_cli.reporting import DEBUG, reports_errors
 
 
 @click.command()
 @click.argument("file", metavar="IN", type=click.Path(dir_okay=False, allow_dash=True))
 @click.option("--function", "function_name", metavar="NAME",
+              shell_complete=completion.function_names,
               help="The @hg.function of a .py FILE (default: its only one), or a public "
                    "function of a module (default: main, with every function it calls).")
 @click.option("--optimized", is_flag=True,
@@ -32,6 +33,7 @@ from hlogen_cli.reporting import DEBUG, reports_errors
 @click.option("--backend", type=click.Choice(["cpu", "gpu"]), default=None,
               help="With --optimized: the PJRT backend that compiles (default: jax's default).")
 @click.option("-o", "--output", metavar="OUT.{dot,svg,html}", required=True,
+              shell_complete=completion.files,
               help="The file to write; its suffix picks the form: .dot (Graphviz's text), "
                    ".svg (needs Graphviz's dot), .html (one page that opens offline).")
 @reports_errors
@@ -85,6 +87,7 @@ VIEW_EXTRA = ("hlogen view needs Google's Model Explorer, an optional extra: pip
 @click.command()
 @click.argument("file", metavar="IN", type=click.Path(dir_okay=False, allow_dash=True))
 @click.option("--function", "function_name", metavar="NAME",
+              shell_complete=completion.function_names,
               help="The @hg.function of a .py FILE (default: its only one).")
 @click.option("--port", type=click.IntRange(1, 65535), default=8080, show_default=True,
               help="The port Model Explorer serves on (localhost).")

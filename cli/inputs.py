@@ -30,6 +30,7 @@ from hlogen.errors import InputError, ShapeError
 
 _LITERAL = re.compile(r"^(?:(\d+(?:x\d+)*)x)?([A-Za-z][A-Za-z0-9]*)=(.*)$", re.S)
 _ZIP_MAGIC = b"PK\x03\x04"  # an .npz is a zip file
+_NPY_MAGIC = b"\x93NUMPY"
 # names that mean "in order": arg0, arg1, ... (jax's and IREE's), arr_0, arr_1, ...
 # (what np.savez names arrays given without names)
 _ORDER_KEY = re.compile(r"(arg|arr_)(\d+)")
@@ -60,8 +61,8 @@ def parse_literal(text: str) -> np.ndarray:
     except ValueError as e:
         raise InputError(f"--input {text!r}: {e}") from None
     if len(raw) not in (1, size):
-        raise InputError(f"--input {text!r}: {hg.Shape(et, dims)} needs {size} values (or 1 to fill "
-                         f"it), got {len(raw)}")
+        needs = "holds 1 value" if size == 1 else f"needs {size} values (or 1 to fill it)"
+        raise InputError(f"--input {text!r}: {hg.Shape(et, dims)} {needs}, got {len(raw)}")
     try:
         array = hg.types.as_array(values, et, what=f"--input {text!r}")
     except ShapeError as e:  # its message starts with the --input already
@@ -163,6 +164,10 @@ def _load_numpy(path: str, spec: str, names, option: str) -> list[tuple]:
     """(None, the array) of an .npy file, or (name or None, array) for each array of
     an .npz file (by content: `@x.npz` is `x.npz`), matched to `names`."""
     data = _read(path, f"{option} {spec}")
+    if not data.startswith((_ZIP_MAGIC, _NPY_MAGIC)):  # (np.load would call it pickled)
+        raise InputError(f"{option} {spec}: not a numpy file: an .npy begins with "
+                         f"{_NPY_MAGIC!r} and an .npz is a zip file; this begins with "
+                         f"{data[:16]!r}")
     try:
         if not data.startswith(_ZIP_MAGIC):
             return [(None, np.load(io.BytesIO(data), allow_pickle=False))]
@@ -201,8 +206,8 @@ def _by_name(arrays: dict, names, what: str) -> list[tuple]:
 def _typed(array, i: int, names, shapes, option: str):
     """`array` as parameter i mod len(shapes) takes it: raw bytes (numpy's form of
     ml_dtypes types, `|V2` for bf16) read as its element type when the widths agree."""
-    if not (isinstance(array, np.ndarray) and array.dtype.kind == "V" and
-            array.dtype.fields is None):
+    if not (isinstance(array, np.ndarray) and array.dtype.type is np.void and
+            array.dtype.fields is None):  # (an ml_dtypes type, e.g. of a literal, is of kind V too)
         return array
     k = i % len(shapes) if shapes else 0
     shape = shapes[k] if shapes else None

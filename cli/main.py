@@ -9,13 +9,14 @@ cache, samples show) never import jax; run and compile import it in their child.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import sys
 
 import click
 
-from hlogen_cli import isolation
+from hlogen_cli import completion, isolation
 from hlogen_cli.options import RunOptions
 from hlogen_cli.progress import Progress
 from hlogen_cli.reporting import DEBUG, reports_errors
@@ -78,8 +79,9 @@ def main(debug):
 @click.argument("files", metavar="FILE.py...", nargs=-1, required=True,
                 type=click.Path(dir_okay=False))
 @click.option("--function", "function_name", metavar="NAME",
+              shell_complete=completion.function_names,
               help="Emit only this @hg.function (default: every one in FILE; one FILE only).")
-@click.option("-o", "--output", metavar="OUT",
+@click.option("-o", "--output", metavar="OUT", shell_complete=completion.files,
               help="Output file (one function), a folder that exists (several: NAME.mlir in it), "
                    "or - for standard output. Default: NAME.mlir (or .mlirbc) per function in "
                    "the current folder.")
@@ -105,19 +107,22 @@ def emit(files, function_name, output, fmt, target_version, pipeline, force):
         raise HlogenError(f"--function picks a function of one FILE; {len(files)} files given")
     progress = Progress()
     functions = []  # (file, name, function)
-    for k, file in enumerate(files):
-        progress.count("reading", k, len(files))
-        found = sources.functions_in(file)
-        if function_name is not None:
-            found = {function_name: sources.pick(found, function_name, file)}
-        functions += [(file, name, fn) for name, fn in found.items()]
-    progress.clear()
-    what = files[0] if len(files) == 1 else f"{len(files)} files"
-    if output == "-" and len(functions) > 1:
-        raise HlogenError(f"-o - writes one function; {what} define {len(functions)}: choose "
-                          f"with --function")
-    for _, _, fn in functions:
-        fn.computation  # raises the error of a function that cannot be traced: nothing written yet
+    # what the user's code prints while it is imported and traced goes to stderr when
+    # stdout carries the module (-o -)
+    with _stdout_to_stderr() if output == "-" else contextlib.nullcontext():
+        for k, file in enumerate(files):
+            progress.count("reading", k, len(files))
+            found = sources.functions_in(file)
+            if function_name is not None:
+                found = {function_name: sources.pick(found, function_name, file)}
+            functions += [(file, name, fn) for name, fn in found.items()]
+        progress.clear()
+        what = files[0] if len(files) == 1 else f"{len(files)} files"
+        if output == "-" and len(functions) > 1:
+            raise HlogenError(f"-o - writes one function; {what} define {len(functions)}: "
+                              f"choose with --function")
+        for _, _, fn in functions:  # the error of a function that cannot be traced,
+            fn.computation  # raised before anything is written
     names = [name for _, name, _ in functions]
     paths = [] if output == "-" else _emit_paths(output, names, what, FORMATS[fmt], force)
     for path in dict.fromkeys(paths):  # refused before anything is written
@@ -136,6 +141,22 @@ def emit(files, function_name, output, fmt, target_version, pipeline, force):
             continue
         outputs.write(paths[k], data)
         click.echo(f"{paths[k]}: {comp.signature()}")
+
+
+@contextlib.contextmanager
+def _stdout_to_stderr():
+    """Standard output goes to standard error, Python's print and native writes to file
+    descriptor 1 alike, until the block ends."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        os.dup2(2, 1)
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
 
 
 def _emit_paths(output, names: list, what: str, suffix: str, force: bool) -> list:
@@ -186,6 +207,7 @@ class _PipelinesHelp(click.Command):
               help="Output format.")
 @click.option("--target-version", metavar="V", help="StableHLO version of a portable artifact.")
 @click.option("-o", "--output", metavar="OUT", default="-", show_default=True,
+              shell_complete=completion.files,
               help="Output file (in a folder that exists), or - for standard output.")
 @click.option("--force", is_flag=True, help="Overwrite the output file if it exists.")
 @click.option("--print-ir-after-all", is_flag=True,
@@ -237,6 +259,7 @@ _VALUE_HELP = ("2x3xf32=1,2,3,4,5,6, \"2x3xf32=[1 2 3][4 5 6]\", 2x3xf32=0 (a sp
 @main.command()
 @click.argument("file", metavar="IN", type=click.Path(dir_okay=False, allow_dash=True))
 @click.option("--function", "function_name", metavar="NAME",
+              shell_complete=completion.function_names,
               help="The @hg.function of a .py file (default: its only one), or the public "
                    "function of a module (default: main).")
 @click.option("--input", "input_specs", multiple=True, metavar="VALUE",
@@ -276,6 +299,7 @@ _VALUE_HELP = ("2x3xf32=1,2,3,4,5,6, \"2x3xf32=[1 2 3][4 5 6]\", 2x3xf32=0 (a sp
               help="Stop and fail (exit 1) when compiling and running take longer; also how "
                    "long to wait for the other processes (default: no limit; 60 s for them).")
 @click.option("--output", "output_specs", multiple=True, metavar="OUT",
+              shell_complete=completion.files,
               help="out.npz (every result: result_0, result_1, ...), or one @out.npy per result "
                    "in order (- skips a result), in folders that exist. With --replicas, each "
                    "has a leading replica dimension (this process's replicas, in order). numpy "
@@ -321,11 +345,12 @@ def _in_child(work: str, arguments: dict, file: str, timeout=None, distributed=F
 @main.command(name="compile")
 @click.argument("file", metavar="IN", type=click.Path(dir_okay=False, allow_dash=True))
 @click.option("--function", "function_name", metavar="NAME",
+              shell_complete=completion.function_names,
               help="The @hg.function of a .py file (default: its only one), or the public "
                    "function of a module (default: main).")
 @click.option("--backend", type=click.Choice(["cpu", "gpu"]), default=None,
               help="PJRT backend (default: jax's default device).")
-@click.option("-o", "--output", metavar="OUT.hlx",
+@click.option("-o", "--output", metavar="OUT.hlx", shell_complete=completion.files,
               help="Write a compiled file: the module and XLA's executable, which hlogen run "
                    "OUT.hlx runs without compiling, with this jaxlib on this backend and kind "
                    "of device (it refuses others).")
@@ -402,7 +427,17 @@ def devices():
         except HlogenError:
             click.echo(f"{platform}: not available")
             continue
-        for d in client.local_devices():
+        found = client.local_devices()
+        if platform == "cpu":  # XLA CPU's devices are not cores: say so, and what there is
+            cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
+                else os.cpu_count()
+            click.echo(f"cpu: {len(found)} virtual devices (ids {found[0].id}-{found[-1].id}, "
+                       f"{client.platform} {client.platform_version}) that share this "
+                       f"machine's {cores} core{'s' * (cores != 1)}: XLA CPU runs one replica "
+                       f"per device (HLOGEN_CPU_DEVICES sets how many it starts; run "
+                       f"--replicas N starts at least N)")
+            continue
+        for d in found:
             click.echo(f"{platform}: {d.device_kind} (id {d.id}, {client.platform} {client.platform_version})")
     click.echo("interpret: the StableHLO reference interpreter (slow; every op XLA CPU runs "
                "but rng_uniform/rng_normal, infeed, outfeed, send/recv and custom calls "
@@ -415,16 +450,27 @@ def devices():
 def samples(ctx):
     """The sample computations (samples/*.py): list them, show one, run one."""
     if ctx.invoked_subcommand is None:
-        # here, not at the top: start-up (`hlogen --help` and run's parent need no hlogen)
-        from hlogen_cli import samples as sample_files
-        rows = sample_files.listing()
-        width = max(len(name) for name, _ in rows)
-        for name, doc in rows:
-            click.echo(f"{name:{width}}  {doc}")
+        _list_samples()
+
+
+@samples.command(name="list")
+@reports_errors
+def samples_list():
+    """List every sample function with its one-line description (as `hlogen samples`)."""
+    _list_samples()
+
+
+def _list_samples() -> None:
+    # here, not at the top: start-up (`hlogen --help` and run's parent need no hlogen)
+    from hlogen_cli import samples as sample_files
+    rows = sample_files.listing()
+    width = max(len(name) for name, _ in rows)
+    for name, doc in rows:
+        click.echo(f"{name:{width}}  {doc}")
 
 
 @samples.command(name="show")
-@click.argument("name")
+@click.argument("name", shell_complete=completion.sample_names)
 @reports_errors
 def samples_show(name):
     """Show sample NAME (FILE.FUNCTION, or FUNCTION when it is unique): its signature,
@@ -439,7 +485,7 @@ def samples_show(name):
 
 
 @samples.command(name="run")
-@click.argument("name")
+@click.argument("name", shell_complete=completion.sample_names)
 @click.option("--backend", type=click.Choice(["cpu", "gpu", "interpret"]), default=None,
               help="PJRT backend, or the StableHLO reference interpreter.")
 @reports_errors

@@ -1,8 +1,8 @@
-"""`hlogen samples`: the sample files (samples/*.py next to the package, or
-$HLOGEN_SAMPLES), their functions, and default inputs to run them on."""
+"""`hlogen samples`: the sample files (samples/*.py of a clone, shipped in the package as
+hlogen_cli/sample_files, or $HLOGEN_SAMPLES: completion.samples_directory), their
+functions, and default inputs to run them on."""
 from __future__ import annotations
 
-import os
 import pathlib
 
 import numpy as np
@@ -10,20 +10,14 @@ import numpy as np
 import hlogen as hg
 from hlogen import types as T
 from hlogen.errors import InputError
-from hlogen_cli import sources
-
-
-def directory() -> pathlib.Path:
-    if os.environ.get("HLOGEN_SAMPLES"):
-        return pathlib.Path(os.environ["HLOGEN_SAMPLES"])
-    return pathlib.Path(__file__).resolve().parent.parent / "samples"
+from hlogen_cli import completion, sources
 
 
 def _files() -> list[pathlib.Path]:
-    folder = directory()
-    files = sorted(p for p in folder.glob("*.py") if not p.name.startswith("_")) if folder.is_dir() else []
+    files = completion.sample_files()
     if not files:
-        raise InputError(f"{folder}: no samples here (set HLOGEN_SAMPLES to a folder of .py files)")
+        raise InputError(f"{completion.samples_directory()}: no samples here (set "
+                         f"HLOGEN_SAMPLES to a folder of .py files)")
     return files
 
 
@@ -44,7 +38,8 @@ def find(name: str):
     files = _files()
     candidates = [p for p in files if p.stem == stem] if stem else files
     if stem and not candidates:
-        raise InputError(f"no sample file {stem}.py in {directory()}: hlogen samples lists them")
+        raise InputError(f"no sample file {stem}.py in {completion.samples_directory()}: "
+                         f"hlogen samples lists them")
     found = []
     for path in candidates:
         functions = sources.functions_in(str(path))

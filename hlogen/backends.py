@@ -252,7 +252,8 @@ def _native_code(op):
     if target.startswith("lapack_"):
         return (f"{target}: this LAPACK routine has no formulation here (the eigen, SVD and QR "
                 f"solvers run on PJRT only; hlogen rewrites jaxlib's lapack_?potrf_ffi, "
-                f"lapack_?trsm_ffi and lapack_?getrf_ffi)")
+                f"lapack_?trsm_ffi and lapack_?getrf_ffi whose matrices are column-major, as "
+                f"jax states their operand_layouts and result_layouts)")
     return (f"{target} is native code, which the interpreter cannot call (hlogen rewrites only "
             f"jaxlib's LAPACK potrf, trsm and getrf)")
 

@@ -64,6 +64,20 @@ class Computation:
         names, HLO's parameter names); `arg<i>` where a parameter has none."""
         return [name or f"arg{i}" for i, name in enumerate(given_names(self.main))]
 
+    def parameter_attribute(self, key: str) -> list:
+        """The string attribute `key` of each parameter, None where it has none (jax's
+        `jax.global_constant`, e.g. "_platform_index" on the first parameter of a
+        multi-platform export's module)."""
+        attrs = self.main.attributes
+        per_argument = list(ir.ArrayAttr(attrs["arg_attrs"])) if "arg_attrs" in attrs else []
+        found = []
+        for i in range(len(self.parameter_shapes)):
+            entries = ir.DictAttr(per_argument[i]) if i < len(per_argument) else None
+            found.append(ir.StringAttr(entries[key]).value
+                         if entries is not None and key in entries and
+                         isinstance(entries[key], ir.StringAttr) else None)
+        return found
+
     @property
     def _function_type(self) -> ir.FunctionType:
         return mlir.function_type(self.main)
@@ -112,15 +126,18 @@ class Computation:
         minimum = _stablehlo.get_minimum_version()
         if not re.fullmatch(r"\d+\.\d+\.\d+", str(version)):
             raise HlogenError(f"to_portable: target_version must look like 1.9.0, got {version!r}")
-        try:
-            module = self.clone().module
-            mlir.run_pipeline(module, f"builtin.module({mlir.LEGALIZE})")
-            text = module.operation.get_asm()
-            return _stablehlo.serialize_portable_artifact_str(text, version)
-        except Exception as e:
-            raise HlogenError(
-                f"to_portable: cannot serialize for StableHLO {version} (this jaxlib writes "
-                f"{minimum} to {_stablehlo.get_current_version()}): {e}") from None
+        # in this context, whose diagnostics are collected into the message (the string
+        # form parses in a context of its own, which prints them raw on stderr)
+        with mlir.collected_diagnostics() as messages:
+            try:
+                module = self.clone().module
+                mlir.run_pipeline(module, f"builtin.module({mlir.LEGALIZE})")
+                return _stablehlo.serialize_portable_artifact(module, version)
+            except Exception as e:
+                said = "; ".join(m.split(": ", 1)[-1] for m in messages) or str(e)
+                raise HlogenError(
+                    f"to_portable: cannot serialize for StableHLO {version} (this jaxlib writes "
+                    f"{minimum} to {_stablehlo.get_current_version()}): {said}") from None
 
     def clone(self) -> "Computation":
         """An independent copy (passes change modules in place)."""

@@ -4,10 +4,11 @@ HLO-to-StableHLO converter (hlogen.native).
 
 What the converter leaves outside StableHLO is legalized (`LEGALIZED`, e.g. XLA's `topk`
 becomes chlo.top_k, then StableHLO) or refused with the op's name. Optimized modules
-(XLA's `*after_optimizations*` dumps: scheduled, fused, with backend configurations and
-layouts) are refused before any native code sees them where XLA is known to fail or end
-the process on them (`optimized_refusal`); what XLA's HLO parser is known to abort on
-(parameter numbers that are not 0..N-1) is refused first as well. Other malformed HLO
+(XLA's `*after_optimizations*` dumps, `compile().as_text()`: scheduled, fused, with
+layouts) are read as the plain HLO that computes the same values (`plain_hlo`); their
+XLA-internal custom calls (TopK, __onednn$...) convert, and the preflight refuses to run
+them. What XLA's HLO parser is known to abort on (parameter numbers that are not 0..N-1)
+is refused before native code sees it. Other malformed HLO
 can still end the process in XLA's parser (it CHECKs its shape rules while it reads):
 `isolated=True` runs the native part in a child process, as the command line does.
 Parameter names come from the HLO (jax's argument names, kept in dumps as metadata, or
@@ -15,12 +16,14 @@ the instructions' names) and are kept in hlogen's name attribute.
 """
 from __future__ import annotations
 
+import math
 import re
 import signal
 
 from jaxlib.mlir import ir
 
 from hlogen import errors, mlir, native
+from hlogen import types as T
 from hlogen.computation import given_names, main_of, set_names
 from hlogen.errors import InputError, UnsupportedError
 
@@ -91,30 +94,122 @@ def module_proto(data: bytes) -> bytes | None:
     return data if any(n == 3 and w == 2 for n, w, _ in fields) else None
 
 
-# -- what XLA is known to fail or abort on -------------------------------------------------
+def proto_damage(data: bytes) -> str | None:
+    """Why `data`, which begins as XLA's HLO protos do (a serialized HloModuleProto: field
+    1, its name; an `xla.HloProto`, as dumps' .hlo.pb: field 1, such a module) but is not
+    one, does not read as one ("truncated", ...); None where it does not begin so (text
+    that begins with a line break does not: no name follows), or reads."""
+    if not data.startswith(b"\x0a"):
+        return None
+    try:
+        size, i = _varint(data, 1)
+        if data[i:i + 1] == b"\x0a":  # an HloProto: its module, whose name comes first
+            size, i = _varint(data, i + 1)
+    except ValueError:
+        return None
+    if not 0 < size < 4096 or not _NAME.fullmatch(data[i:i + size]):
+        return None
+    try:
+        list(_fields(data))
+    except ValueError as e:
+        return "it ends inside a field (truncated)" if str(e) == "truncated" else \
+            f"it does not read as protobuf fields ({e})"
+    return None
 
-_SCHEDULED = re.compile(r"^HloModule\s[^\n]*\bis_scheduled=true", re.M)
-# instructions an optimizing XLA pipeline makes, that the converter cannot express in
-# StableHLO (fusions become mhlo.fusion; backend configs steer XLA's own kernels)
-_OPTIMIZED_MARKS = {
-    "fusion": re.compile(r"=\s*[^\n=]*\bfusion\("),
-    "a backend configuration": re.compile(r"\bbackend_config="),
-    "an XLA-internal custom call": re.compile(r'custom_call_target="(?:__|TopK")'),
-}
+
+_NAME = re.compile(rb"[\w.\-]+")
 
 
-def optimized_refusal(text: str, where: str) -> None:
-    """Refuses an optimized (scheduled) HLO module holding what only the XLA pipeline
-    that made it understands; scheduled modules without it run."""
-    if not _SCHEDULED.search(text[:100_000]):
-        return
-    found = [what for what, mark in _OPTIMIZED_MARKS.items() if mark.search(text)]
-    if found:
-        raise UnsupportedError(
-            f"{where}: an optimized HLO module (is_scheduled=true, as XLA dumps after "
-            f"optimizations) holding {' and '.join(found)}: XLA cannot compile such a module "
-            f"again (it fails, or ends the process); run the module XLA dumped before "
-            f"optimizations (*before_optimizations*)")
+# -- optimized modules as plain HLO ----------------------------------------------------------
+
+# an instruction: "%name = SHAPE opcode(operands), attributes" (a shape holds no " x(")
+_INSTRUCTION = re.compile(
+    r"^([ \t]*(?:ROOT\s+)?)%?([^\s=%]+) = ([^=\n]*?) ([a-z][a-z0-9-]*)\((.*)$", re.M)
+_ARRAY_SHAPE = re.compile(r"([a-z][a-z0-9]*)\[([\d,]*)\](?:\{([\d,]*)\})?")
+_OPERAND = re.compile(r"(?:[^%)]*?\s)?%?([^\s,%)]+)\)(.*)")
+
+
+def plain_hlo(text: str, where: str) -> str:
+    """An optimized module (XLA's `*after_optimizations*` dumps, `compile().as_text()`)
+    as plain HLO that computes the same values, which the converter reads: a fusion
+    becomes a call of its fused computation, and a bitcast, which reads its operand's
+    bytes in the layout of its result, the transposes and reshape that read them so
+    (and a bitcast-convert between element types of one width). Layouts change no other
+    value. Text without either comes back as it is."""
+    if " fusion(" not in text and " bitcast(" not in text:
+        return text
+    shapes = {m.group(2): m.group(3) for m in _INSTRUCTION.finditer(text)}
+
+    def plain(m):
+        head, name, shape, opcode, rest = m.groups()
+        if opcode == "fusion":
+            rest = re.sub(r",\s*kind=k\w+", "", rest).replace("calls=", "to_apply=", 1)
+            return f"{head}%{name} = {shape} call({rest}"
+        if opcode == "bitcast":
+            try:
+                return _bitcast(head, name, shape, rest, shapes)
+            except ValueError as e:
+                line = text.count("\n", 0, m.start()) + 1
+                raise UnsupportedError(f"{where}:{line}: {e}") from None
+        return m.group(0)
+
+    return _INSTRUCTION.sub(plain, text)
+
+
+def _bitcast(head: str, name: str, shape: str, rest: str, shapes: dict) -> str:
+    """The instructions of a bitcast (see plain_hlo), the last one named as it was;
+    ValueError for one hlogen does not read."""
+    operand = _OPERAND.match(rest)
+    source = shapes.get(operand.group(1), "") if operand else ""
+    to, of = _array(shape), _array(source)
+    if to is None or of is None or to[0].bits != of[0].bits or \
+            math.prod(to[1]) != math.prod(of[1]):
+        raise ValueError(f"bitcast of {source or 'its operand'} to {shape}: hlogen reads "
+                         f"bitcasts between arrays of one size and element width only")
+    (et, dims, order), (source_et, source_dims, source_order) = to, of
+    physical = _listed(dims[d] for d in order)  # major to minor
+    inverse = [order.index(d) for d in range(len(order))]
+    # (shape, opcode and attributes) of each step; those that change nothing left out
+    steps = []
+    if source_order != sorted(source_order):  # the operand in the order of its bytes
+        steps.append((f"{source_et.name}[{_listed(source_dims[d] for d in source_order)}]",
+                      "transpose", f", dimensions={{{_listed(source_order)}}}"))
+    if [source_dims[d] for d in source_order] != [dims[d] for d in order]:
+        steps.append((f"{source_et.name}[{physical}]", "reshape", ""))
+    if et != source_et:
+        steps.append((f"{et.name}[{physical}]", "bitcast-convert", ""))
+    if inverse != sorted(inverse):  # the bytes in the result's order
+        steps.append((shape, "transpose", f", dimensions={{{_listed(inverse)}}}"))
+    elif steps:
+        steps[-1] = (shape, *steps[-1][1:])
+    else:
+        steps = [(shape, "reshape", "")]  # a copy
+    names = [f"{name}.hlogen.{k}" for k in range(len(steps) - 1)] + [name]
+    operands = [operand.group(1)] + names[:-1]
+    made = [f"%{n} = {s} {opcode}(%{o}){attributes}"
+            for n, o, (s, opcode, attributes) in zip(names, operands, steps)]
+    made[-1] = ("ROOT " if "ROOT" in head else "") + made[-1] + operand.group(2)
+    # one line, the bitcast's (XLA's parser reads instructions, not lines), so that the
+    # lines its messages give stay the file's
+    return re.match(r"[ \t]*", head).group(0) + " ".join(made)
+
+
+def _array(text: str):
+    """(element type, dimensions, dimensions major to minor) of an array shape with its
+    layout ("f32[2,3]{0,1}"; none given: row-major), or None."""
+    m = _ARRAY_SHAPE.fullmatch(text.strip())
+    if m is None or m.group(1) not in T.ELEMENT_TYPES:
+        return None
+    dims = [int(d) for d in m.group(2).split(",") if d]
+    minor_to_major = [int(d) for d in m.group(3).split(",") if d] if m.group(3) is not None \
+        else list(reversed(range(len(dims))))
+    if sorted(minor_to_major) != list(range(len(dims))):
+        return None
+    return T.ELEMENT_TYPES[m.group(1)], dims, minor_to_major[::-1]
+
+
+def _listed(values) -> str:
+    return ",".join(map(str, values))
 
 
 # XLA's topk of the smallest elements: the converter's mhlo.topk reads back without its
@@ -124,7 +219,6 @@ _SMALLEST_TOPK = re.compile(r"\btopk\([^\n]*\blargest=false")
 
 def refusals(text: str, where: str) -> None:
     """What hlogen refuses of an HLO module before XLA's code sees it (its text)."""
-    optimized_refusal(text, where)
     m = _SMALLEST_TOPK.search(text)
     if m:
         line = text.count("\n", 0, m.start()) + 1
@@ -203,19 +297,27 @@ def stablehlo_bytecode(data: bytes, kind: str, where: str) -> bytes:
             raise InputError(f"{where}: HLO text that is not UTF-8 (byte {e.start})") from None
         refusals(text, where)
         check_parameter_numbers(text, where)
-        try:
-            proto = native.call("hlo_text_to_proto", text)
-        except Exception as e:  # jaxlib's JaxRuntimeError
-            m = _PARSER_AT.search(str(e))
-            if m:  # XLA's parser says where: file:line:col, as MLIR's errors are given
-                raise InputError(f"{where}:{m.group(1)}:{m.group(2)}: {m.group(3)}") from None
-            raise InputError(f"{where}: XLA's HLO parser refused it: {_short(e)}") from None
+        proto = _proto_of(plain_hlo(text, where), where)
     else:
         proto = data
-        refusals(_native("hlo_proto_to_text", where, "not an HloModuleProto XLA can read",
-                         proto), where)
+        text = _native("hlo_proto_to_text", where, "not an HloModuleProto XLA can read", proto)
+        refusals(text, where)
+        plain = plain_hlo(text, where)
+        if plain != text:
+            proto = _proto_of(plain, where)
     return _native("hlo_to_stablehlo", where, "XLA's HLO-to-StableHLO converter refused it",
                    proto)
+
+
+def _proto_of(text: str, where: str) -> bytes:
+    """HLO text as a serialized HloModuleProto (XLA's HLO parser)."""
+    try:
+        return native.call("hlo_text_to_proto", text)
+    except Exception as e:  # jaxlib's JaxRuntimeError
+        m = _PARSER_AT.search(str(e))
+        if m:  # XLA's parser says where: file:line:col, as MLIR's errors are given
+            raise InputError(f"{where}:{m.group(1)}:{m.group(2)}: {m.group(3)}") from None
+        raise InputError(f"{where}: XLA's HLO parser refused it: {_short(e)}") from None
 
 
 _PARSER_AT = re.compile(r"was parsing (\d+):(\d+): error: ([^\n]*)")
@@ -303,9 +405,10 @@ LEGALIZED = {
                   r'"chlo.top_k"(\1) {k = \2 : i64}'),
     # a copy (optimized modules copy between layouts; values do not change): a reshape to
     # its own shape, which canonicalization removes
-    # (its properties print as <...>: they hold nothing a reshape needs)
-    "mhlo.copy": (re.compile(r'"mhlo\.copy"\((%[^)]*)\)(?: <[^>\n]*>)? :'),
-                  r'"stablehlo.reshape"(\1) :'),
+    # (its properties print as <...>, its attributes as {...}: layouts, XLA's frontend
+    # attributes; none is a reshape's)
+    "mhlo.copy": (re.compile(r'"mhlo\.copy"\((%[^)]*)\)(?: <[^>\n]*>)?(?: \{[^\n]*\})? : \('),
+                  r'"stablehlo.reshape"(\1) : ('),
 }
 _MHLO_OP = re.compile(r'"(mhlo\.[\w.]+)"\(')
 _FROM_OPTIMIZED = {"mhlo.fusion", "mhlo.bitcast"}

@@ -101,7 +101,19 @@ def read_module(data: bytes, where: str, *, isolated: bool = False,
             module = parse_module(parts["module"], where)
             exports.wrap(module, parts, where)
             return module
+        damage = hlo.proto_damage(data) if not _is_utf8(data) else None
+        if damage:  # (MLIR text is UTF-8; XLA's .hlo.pb is not)
+            raise InputError(f"{where}: not MLIR text or bytecode; it begins as XLA's HLO protos "
+                             f"(.hlo.pb) do, but {damage}")
     return parse_module(data, where, file=file)
+
+
+def _is_utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _looks_like_path(text: str) -> bool:

@@ -27,6 +27,7 @@ from typing import Callable, Sequence
 import ml_dtypes
 import numpy as np
 from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import stablehlo
 
 from hlogen import mlir, semantics
 from hlogen import types as T
@@ -174,12 +175,97 @@ def _narrow_float_result(op) -> bool:
     return shape is not None and shape.element_type.is_narrow_float
 
 
-for _name in [row.mlir for row in elementwise.UNARY.values()
-              if row.narrow is elementwise.Narrow.ROUNDED_IN_F32]:
-    @rule(XLA_SEMANTICS, _name, "XLA rounds narrow floats in f32 (the interpreter returns NaN "
-          "for f8e3m4's)", _narrow_float_result)
-    def _rounding(b, op, operands):
-        return [semantics.in_f32(b, op.name, operands[0].shape, op.operands)]
+for _row in [*elementwise.BINARY_ARITHMETIC.values(), *elementwise.UNARY.values()]:
+    if _row.narrow_in_f32 and _row.mlir.startswith("stablehlo."):  # (chlo is legalized)
+        @rule(XLA_SEMANTICS, _row.mlir, "XLA computes functions of narrow floats in f32 (the "
+              "interpreter's f8 logistic and f8e3m4 rounding differ)", _narrow_float_result)
+        def _in_f32(b, op, operands):
+            return [semantics.in_f32(b, op.name, operands[0].shape, op.operands)]
+
+
+def _s4(op) -> bool:
+    shape = _array_shape(op.results[0])
+    return shape is not None and shape.element_type.name == "s4"
+
+
+@rule(XLA_SEMANTICS, "stablehlo.popcnt", "XLA CPU sign-extends s4 before counting "
+      "(popcnt(-8) = 5): hlogen counts its 4 bits", _s4)
+def _popcnt(b, op, operands):
+    return [semantics.population_count(b, operands[0].shape, op.operands[0])]
+
+
+# -- start indices: the interpreter reads unsigned ones as signed ---------------------------
+
+def _index_positions(op) -> list:
+    """Where the start indices of a dynamic_slice, dynamic_update_slice or gather are."""
+    if op.name == "stablehlo.gather":
+        return [1]
+    first = 1 if op.name == "stablehlo.dynamic_slice" else 2  # (operand, update, starts...)
+    return list(range(first, len(op.operands)))
+
+
+def _unsigned_indices(op) -> bool:
+    shapes = [_array_shape(op.operands[k]) for k in _index_positions(op)]
+    return (_array_shape(op.operands[0]) is not None and None not in shapes
+            and any(s.element_type.kind == T.UNSIGNED for s in shapes))
+
+
+def _signed_indices(b, op, operands):
+    """The unsigned index operands converted, in place, to a signed type that holds them."""
+    positions = _index_positions(op)
+    target = semantics.index_type([operands[k].shape.element_type for k in positions],
+                                  max(operands[0].shape.dimensions, default=0))
+    for k in positions:
+        op.operands[k] = semantics.signed_index(b, operands[k].shape, op.operands[k], target)
+    return None
+
+
+for _name in ("stablehlo.dynamic_slice", "stablehlo.dynamic_update_slice", "stablehlo.gather"):
+    rule(XLA_SEMANTICS, _name, "the interpreter reads unsigned start indices as signed (a u32 "
+         "2**31 starts at 0 instead of being clamped to the end)", _unsigned_indices)(
+        _signed_indices)
+
+
+def _scatter_parts(op):
+    """(operand, indices, updates shapes, the dimension numbers), or None."""
+    n = (len(op.operands) - 1) // 2  # operands..., indices, updates...
+    shapes = [_array_shape(op.operands[k]) for k in (0, n, n + 1)]
+    if None in shapes:
+        return None
+    return (*shapes, stablehlo.ScatterDimensionNumbers(op.attributes["scatter_dimension_numbers"]))
+
+
+def _scatter_unguarded(op) -> bool:
+    parts = _scatter_parts(op)
+    if parts is None:
+        return False
+    operand, indices, updates, numbers = parts
+    n = (len(op.operands) - 1) // 2
+    index_map = list(numbers.scattered_dims_to_operand_dims)
+    if not index_map:  # no window to check: only a type to change, or vectors to give a 0
+        free = len(operand.dimensions) > len(list(numbers.input_batching_dims))
+        target = semantics.index_type([indices.element_type], max(operand.dimensions, default=0))
+        return indices.element_type != target or bool(free and updates.size)
+    return not _windows_sent_out(op.operands[n], operand, index_map, numbers.index_vector_dim)
+
+
+@rule(XLA_SEMANTICS, "stablehlo.scatter", "XLA skips a window that does not fit whole (the "
+      "interpreter updates its in-bounds part), reads unsigned indices as unsigned, and "
+      "index vectors of no components as 0", _scatter_unguarded)
+def _scatter(b, op, operands):
+    operand, indices, updates, numbers = _scatter_parts(op)
+    n = (len(op.operands) - 1) // 2
+    index_map, ivd = list(numbers.scattered_dims_to_operand_dims), numbers.index_vector_dim
+    safe, new_map = semantics.scatter_indices(
+        b, operand, updates, indices, op.operands[n], list(numbers.update_window_dims),
+        list(numbers.inserted_window_dims), list(numbers.input_batching_dims), index_map, ivd)
+    op.operands[n] = safe
+    if list(new_map) != index_map:
+        op.attributes["scatter_dimension_numbers"] = stablehlo.ScatterDimensionNumbers.get(
+            list(numbers.update_window_dims), list(numbers.inserted_window_dims),
+            list(numbers.input_batching_dims), list(numbers.scatter_indices_batching_dims),
+            list(new_map), ivd, context=mlir.context())
+    return None
 
 
 def _no_replica_groups(op) -> bool:
@@ -252,6 +338,48 @@ def _nan_is_kept(op) -> bool:
                 mlir.enum_attribute(test, "comparison_direction") != "NE":
             return False
     return bool(uses)
+
+
+def _windows_sent_out(indices, operand: T.Shape, index_map, ivd: int) -> bool:
+    """True when scatter `indices` are select(fits, x, sizes) as scatter_indices emits:
+    signed, the operand's sizes where the window of x does not fit, `fits` read from x."""
+    shape = _array_shape(indices)
+    select = mlir.defining_op(indices, "stablehlo.select")
+    if not index_map or shape is None or shape.element_type.kind != T.SIGNED or select is None:
+        return False
+    sizes = [operand.dimensions[d] for d in index_map]
+    single = _splat(select.operands[2])
+    if single is not None and set(sizes) != {single}:
+        return False
+    if single is None and _broadcast_vector(select.operands[2], ivd) != sizes:
+        return False
+    return _reads(select.operands[0], select.operands[1], depth=4 + 2 * len(index_map))
+
+
+def _broadcast_vector(value, ivd: int):
+    """The values of a constant vector broadcast along dimension `ivd`, or None."""
+    broadcast = mlir.defining_op(value, "stablehlo.broadcast_in_dim")
+    const = broadcast and mlir.defining_op(broadcast.operands[0], "stablehlo.constant")
+    if not const or mlir.ints_attribute(broadcast, "broadcast_dimensions") != [ivd]:
+        return None
+    return np.array(ir.DenseElementsAttr(const.attributes["value"])).reshape(-1).tolist()
+
+
+def _reads(value, source, depth: int) -> bool:
+    """True when `value` is computed from `source` through at most `depth` ops (each op
+    looked at once)."""
+    seen, frontier = set(), [value]
+    for _ in range(depth + 1):
+        if source in frontier:
+            return True
+        owners = []
+        for v in frontier:
+            owner = mlir.defining_op(v)
+            if owner is not None and owner not in seen:
+                seen.add(owner)
+                owners.append(owner)
+        frontier = [v for owner in owners for v in owner.operands]
+    return False
 
 
 __all__ = ["Rewrite", "RewriteBuilder", "XLA_SEMANTICS", "rule", "rewrite_for", "rewrite_module"]

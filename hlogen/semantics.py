@@ -12,8 +12,12 @@ code:
 - ReducePrecision keeps NaN (with mantissa_bits=0 the interpreter returns Inf);
 - narrow floats (f4, f6, f8): functions computed in f32 and rounded back, and converted
   to integers through f32, as XLA computes them (XLA CPU's own f4 conversion makes 6.0
-  INT_MAX; the interpreter rounds f8e3m4 to NaN); loaded modules get the rounding and
-  the conversion (their transcendental functions stay as XLA CPU computes them anyway);
+  INT_MAX; the interpreter rounds f8e3m4 to NaN), in loaded modules too;
+- start indices of DynamicSlice, DynamicUpdateSlice, Gather and Scatter are converted to
+  a signed type that holds them (the interpreter reads unsigned indices as signed), and
+  Scatter windows that do not fit are sent wholly out of bounds (XLA skips them whole,
+  the interpreter updates their in-bounds part);
+- PopulationCount of s4 counts its 4 bits (XLA CPU sign-extends first);
 - empty replica groups mean every replica, one group (in hlogen.rewrites: XLA CPU dies
   with SIGFPE on an AllToAll without groups, the interpreter aborts on any collective
   without them).
@@ -169,3 +173,97 @@ def reduce_precision(emitter, shape: T.Shape, x, exponent_bits: int, mantissa_bi
 
 def _i32(value: int) -> ir.Attribute:
     return ir.IntegerAttr.get(ir.IntegerType.get_signless(32, context=mlir.context()), value)
+
+
+# -- PopulationCount -------------------------------------------------------------------
+
+def population_count(emitter, shape: T.Shape, x) -> ir.Value:
+    """PopulationCount of `shape`; s4 counts its 4 bits, as u4 (XLA CPU sign-extends s4
+    first: popcnt(-8) = 5)."""
+    if shape.element_type.name != "s4":
+        return _one(emitter, "stablehlo.popcnt", shape, [x])
+    bits = shape.with_element_type(T.u4)
+    counted = _one(emitter, "stablehlo.popcnt", bits,
+                   [_one(emitter, "stablehlo.bitcast_convert", bits, [x])])
+    return _one(emitter, "stablehlo.bitcast_convert", shape, [counted])
+
+
+# -- start indices: DynamicSlice, DynamicUpdateSlice, Gather, Scatter ---------------------
+
+_S64_MAX = 2**63 - 1
+
+
+def index_type(element_types, largest_bound: int) -> T.ElementType:
+    """s32, or s64 when an index type or a bound needs it: every index converts exactly."""
+    wide = largest_bound >= 2**31 or any(et.name in ("s64", "u32", "u64") for et in element_types)
+    return T.s64 if wide else T.s32
+
+
+def signed_index(emitter, shape: T.Shape, x, target: T.ElementType) -> ir.Value:
+    """Indices `x` of `shape` as the signed `target`, values kept (u64 beyond s64's range
+    becomes s64's largest, out of bounds just the same): the interpreter reads unsigned
+    indices as signed (a u32 2**31 would start at 0 instead of being clamped to the end)."""
+    if shape.element_type == target:
+        return x
+    if shape.element_type.name == "u64":
+        x = _one(emitter, "stablehlo.minimum", shape, [x, _full(emitter, shape, _S64_MAX)])
+    return _one(emitter, "stablehlo.convert", shape.with_element_type(target), [x])
+
+
+def scatter_indices(emitter, operand: T.Shape, updates: T.Shape, indices: T.Shape, x,
+                    update_window_dims, inserted_dims, batching_dims, index_map, ivd):
+    """Scatter's indices `x` (of shape `indices`) as XLA reads them, and the
+    scatter_dims_to_operand_dims they go with: signed (signed_index); index vectors of no
+    components given one 0 component (XLA CPU skips every update when the indices hold
+    no elements); an index vector whose window does not fit in the operand replaced by
+    the operand's sizes, so that no element of its window is in bounds and every backend
+    skips the whole window, as XLA does (the interpreter would update its in-bounds part)."""
+    target = index_type([indices.element_type], max(operand.dimensions, default=0))
+    x, indices = signed_index(emitter, indices, x, target), indices.with_element_type(target)
+    free = [d for d in range(operand.rank) if d not in batching_dims]
+    if not index_map and free and updates.size:
+        indices = T.Shape(target, tuple(1 if d == ivd else n
+                                        for d, n in enumerate(indices.dimensions)))
+        x, index_map = _full(emitter, indices, 0), (free[0],)
+    if not index_map:  # index vectors of no components: every window starts at 0
+        return x, tuple(index_map)
+    window = [1] * operand.rank
+    windowed = [d for d in range(operand.rank) if d not in inserted_dims and d not in batching_dims]
+    for d, u in zip(windowed, update_window_dims):
+        window[d] = updates.dimensions[u]
+    highest = [operand.dimensions[d] - window[d] for d in index_map]
+    pred = indices.with_element_type(T.pred)
+    fits = _one(emitter, "stablehlo.and", pred, [
+        _compare(emitter, indices, "GE", x, _full(emitter, indices, 0)),
+        _compare(emitter, indices, "LE", x, _along_vector(emitter, indices, ivd, highest))])
+    dims = indices.dimensions
+    if ivd < len(dims):  # a window fits when every component of its vector does
+        part = T.Shape(T.pred, tuple(1 if d == ivd else n for d, n in enumerate(dims)))
+        every = None
+        for k in range(dims[ivd]):
+            start = [k if d == ivd else 0 for d in range(len(dims))]
+            limit = [k + 1 if d == ivd else n for d, n in enumerate(dims)]
+            one = _one(emitter, "stablehlo.slice", part, [fits], {
+                "start_indices": _i64s(start), "limit_indices": _i64s(limit),
+                "strides": _i64s([1] * len(dims))})
+            every = one if every is None else _one(emitter, "stablehlo.and", part, [every, one])
+        fits = _one(emitter, "stablehlo.broadcast_in_dim", pred, [every],
+                    {"broadcast_dimensions": _i64s(range(len(dims)))})
+    sizes = [operand.dimensions[d] for d in index_map]
+    return _select(emitter, indices, fits, x, _along_vector(emitter, indices, ivd, sizes)), \
+        tuple(index_map)
+
+
+def _along_vector(emitter, shape: T.Shape, ivd: int, values) -> ir.Value:
+    """One value per component of an index vector, laid out like indices of `shape`."""
+    if ivd == shape.rank or len(set(values)) == 1:
+        return _full(emitter, shape, values[0])
+    vector = T.Shape(shape.element_type, (len(values),))
+    constant = _one(emitter, "stablehlo.constant", vector, [],
+                    {"value": mlir.dense_attr(np.array(values, dtype=shape.dtype), vector)})
+    return _one(emitter, "stablehlo.broadcast_in_dim", shape, [constant],
+                {"broadcast_dimensions": _i64s([ivd])})
+
+
+def _i64s(values) -> ir.Attribute:
+    return ir.DenseI64ArrayAttr.get(list(values), context=mlir.context())

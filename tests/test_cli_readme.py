@@ -1,5 +1,7 @@
 """The README's command-line examples ("## Command line") run as written, outputs
-included; `...` in an expected line stands for any text, a line of `...` for any lines.
+included, in a folder that holds what a fresh clone does (`fresh_clone`: no out/); `...`
+in an expected line stands for any text, a line of `...` for any lines. Commands other
+than hlogen's (`mkdir -p out/cli`) run in a shell.
 
 A command ending in `&` (with `> FILE`) runs as a real process in the background, and
 `wait; cat FILE` waits for it (at most 120 s: killed and failed after that, never a
@@ -10,6 +12,7 @@ from __future__ import annotations
 import pathlib
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 
@@ -26,6 +29,21 @@ BACKGROUND_SECONDS = 120
 def _session() -> str:
     section = (ROOT / "README.md").read_text().split("## Command line\n", 1)[1].split("\n## ", 1)[0]
     return re.search(r"```console\n(.*?)```", section, re.S).group(1)
+
+
+def fresh_clone(tmp_path: pathlib.Path) -> pathlib.Path:
+    """A folder with what a fresh clone holds that the README's commands read (samples/),
+    and nothing they write (no out/)."""
+    clone = tmp_path / "clone"
+    shutil.copytree(ROOT / "samples", clone / "samples",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    return clone
+
+
+def shell(line: str, env=None) -> tuple[str, int]:
+    """What a command line (not hlogen's) prints, and its exit status."""
+    done = subprocess.run(line, shell=True, capture_output=True, text=True, env=env, timeout=300)
+    return done.stdout + done.stderr, done.returncode
 
 
 def _pattern(expected: str) -> re.Pattern:
@@ -62,8 +80,7 @@ def _wait(background: list[subprocess.Popen]) -> None:
 
 def test_every_command_of_the_command_line_section(tmp_path, monkeypatch):
     monkeypatch.setenv("HLOGEN_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.chdir(ROOT)
-    (ROOT / "out" / "cli").mkdir(parents=True, exist_ok=True)
+    monkeypatch.chdir(fresh_clone(tmp_path))
     port = f"localhost:{free_port()}"
     commands = re.split(r"^\$ ", _session(), flags=re.M)[1:]
     assert len(commands) >= 10
@@ -74,8 +91,9 @@ def test_every_command_of_the_command_line_section(tmp_path, monkeypatch):
             line = line.replace(README_PORT, port)
             if line.startswith("wait; "):
                 _wait(background)
-                done = subprocess.run(line[len("wait; "):], shell=True, capture_output=True, text=True)
-                output, code = done.stdout, done.returncode
+                output, code = shell(line[len("wait; "):])
+            elif not line.startswith("hlogen "):
+                output, code = shell(line)
             else:
                 args = shlex.split(line)
                 assert args[0] == "hlogen"

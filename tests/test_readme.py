@@ -1,9 +1,9 @@
-"""The README's quick starts are run as they are written, outputs included."""
+"""The README's quick starts are run as they are written, outputs included (the command
+line's in a folder that holds what a fresh clone does)."""
 from __future__ import annotations
 
 import contextlib
 import io
-import os
 import pathlib
 import re
 import shlex
@@ -12,6 +12,7 @@ import numpy as np
 from click.testing import CliRunner
 
 from hlogen_cli.main import main
+from tests.test_cli_readme import fresh_clone, shell
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
@@ -40,21 +41,24 @@ def test_python_quick_start():
     assert printed.count(expected) == 2  # PJRT and the interpreter print the same
 
 
-def test_command_line_quick_start():
+def quick_start_commands() -> list[tuple[str, str]]:
+    """(command line, what it prints) of the command-line quick start, in order."""
     session = _block("## Quick start (command line)", "console")
-    commands = re.split(r"^\$ ", session, flags=re.M)[1:]
-    previous = os.getcwd()
-    os.chdir(ROOT)
-    try:
-        for command in commands:
-            line, _, expected = command.partition("\n")
-            args = shlex.split(line)
-            assert args[0] == "hlogen"
-            result = CliRunner().invoke(main, args[1:], catch_exceptions=False)
-            assert result.exit_code == 0, result.output
-            assert result.output == expected, f"$ {line}\n{result.output}"
-    finally:
-        os.chdir(previous)
+    return [command.partition("\n")[::2] for command in re.split(r"^\$ ", session, flags=re.M)[1:]]
+
+
+def test_command_line_quick_start(tmp_path, monkeypatch):
+    monkeypatch.chdir(fresh_clone(tmp_path))  # as written, in a fresh clone: no out/
+    commands = quick_start_commands()
+    assert len(commands) == 4
+    for line, expected in commands:
+        if line.startswith("hlogen "):
+            result = CliRunner().invoke(main, shlex.split(line)[1:], catch_exceptions=False)
+            output, code = result.output, result.exit_code
+        else:
+            output, code = shell(line)
+        assert code == 0, output
+        assert output == expected, f"$ {line}\n{output}"
 
 
 def test_replicas_example():

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import ml_dtypes
 import numpy as np
 from jaxlib.mlir import ir
 
@@ -50,11 +51,15 @@ class Divergence:
 
 def first_divergence(computation: Computation, inputs, backend: str = "cpu",
                      reference: str = backends.INTERPRET.name, max_ulp: int = 3,
-                     atol: float = 0.0) -> Divergence | None:
+                     rtol: float = 0.0) -> Divergence | None:
     """The first op of `computation`'s main (in program order) whose values on `backend`
-    and on `reference` differ by more than `max_ulp` units in the last place and more
-    than `atol` (integers: any difference), run on `inputs` (one array per parameter);
-    None when every intermediate value agrees."""
+    and on `reference` differ, run on `inputs` (one array per parameter); None when every
+    intermediate value agrees. Two floats differ by more than `max_ulp` units in the last
+    place of the larger magnitude, and more than `rtol` of it (integers: any difference):
+    a rule that scales with each op's own values, so that the op where XLA CPU flushes a
+    subnormal to zero is the one named (the ULP of zero and of subnormals is the type's
+    smallest subnormal: 1e-39 and 0 differ in f32), not the later op where the difference
+    has grown past an absolute tolerance."""
     if not isinstance(computation, Computation):
         raise hg.HlogenError(f"first_divergence takes a Computation, got {type(computation).__name__}")
     probed, probes = _with_probes(computation)
@@ -65,7 +70,7 @@ def first_divergence(computation: Computation, inputs, backend: str = "cpu",
     where = computation.source or computation.name
     for k, (op, index, position) in enumerate(probes):
         a, b = np.asarray(got[k]), np.asarray(want[k])
-        bad, ulp = _differs(a, b, max_ulp, atol)
+        bad, ulp = _differs(a, b, max_ulp, rtol)
         if not np.any(bad):
             continue
         v = judge.verdict(bad, a, b, ulp)
@@ -79,7 +84,8 @@ def first_divergence(computation: Computation, inputs, backend: str = "cpu",
     return None
 
 
-def _differs(a: np.ndarray, b: np.ndarray, max_ulp: int, atol: float):
+def _differs(a: np.ndarray, b: np.ndarray, max_ulp: int, rtol: float):
+    """(mask of the elements that differ, the largest ULP distance among them)."""
     if a.shape != b.shape:
         return np.ones((), bool), 0
     et = T.element_type(a.dtype)
@@ -89,15 +95,28 @@ def _differs(a: np.ndarray, b: np.ndarray, max_ulp: int, atol: float):
         if T.element_type(x.dtype).kind != T.FLOAT:
             bad |= x != y
             continue
-        distance = judge.ulp_distance(x, y)
-        with np.errstate(all="ignore"):
-            far = np.abs(x.astype(np.float64) - y.astype(np.float64)) > atol
-        far |= np.isnan(x.astype(np.float64)) != np.isnan(y.astype(np.float64))
-        mask = (distance > max_ulp) & far
+        mask = _floats_differ(x, y, max_ulp, rtol)
         if np.any(mask):
-            worst = max(worst, int(distance[mask].max()))
+            worst = max(worst, int(judge.ulp_distance(x, y)[mask].max()))
         bad |= mask
     return bad, worst
+
+
+def _floats_differ(x: np.ndarray, y: np.ndarray, max_ulp: int, rtol: float) -> np.ndarray:
+    """|x - y| beyond `max_ulp` ULP of max(|x|, |y|) and beyond `rtol` of it; a NaN
+    against a number, and an infinity against anything else, always."""
+    info = ml_dtypes.finfo(x.dtype)
+    wx, wy = x.astype(np.float64), y.astype(np.float64)
+    with np.errstate(all="ignore"):
+        larger = np.maximum(np.abs(wx), np.abs(wy))
+        # one ULP of the larger magnitude; of zero and subnormals, the smallest subnormal
+        exponent = np.floor(np.log2(np.maximum(larger, float(info.smallest_normal))))
+        ulp = np.ldexp(1.0, (exponent - info.nmant).astype(np.int32))
+        distance = np.abs(wx - wy)
+        far = (distance > max_ulp * ulp) & (distance > rtol * larger)
+    special = np.isnan(wx) | np.isnan(wy) | np.isinf(wx) | np.isinf(wy)
+    same = (wx == wy) | (np.isnan(wx) & np.isnan(wy))
+    return ~same & (special | far)
 
 
 def _shape(t) -> str:

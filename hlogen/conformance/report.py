@@ -55,7 +55,9 @@ def summary(run: Run, per_op: bool = True, max_listed: int = 50) -> str:
             modules = f"{entry.explained} module{'s' * (entry.explained != 1)}"
             lines.append(f"known on {entry.backend}: {modules} of {files}: {entry.reason}")
     listed = [r for r in run.records if r["status"] in FAILING]
-    if listed:
+    if listed and not max_listed:
+        lines.append(f"failures: {len(listed)} (not listed here: see --json or --junit)")
+    elif listed:
         lines.append("failures:")
         for r in listed[:max_listed]:
             lines.append(f"  {r['status'].upper():8} {r['backend']:9} {_name(r)}: {r['message'][:400]}")

@@ -65,8 +65,9 @@ def pjrt_refusal(op) -> str | None:
     other than while, case, if and map.
     """
     reason = reserved_reason(ir.StringAttr(op.attributes["call_target_name"]).value)
-    if reason is not None:
-        return f"target {reason}"
+    if reason is not None:  # in a loaded module, most likely XLA's optimized HLO
+        return (f"target {reason} (XLA's optimized HLO holds such calls, made from other "
+                f"ops: the module XLA dumped before optimizations has those)")
     parent = op.parent
     while parent is not None and parent.name != "func.func":
         if parent.name not in _REGIONS_THAT_RUN_CUSTOM_CALLS:

@@ -22,7 +22,6 @@ from hlogen import types as T
 from hlogen.broadcasting import binary_broadcast, broadcast_shapes_exactly
 from hlogen.builder import Op, same_builder
 from hlogen.errors import ShapeError
-from hlogen.ops.conversion import bitcast_convert_type
 from hlogen.ops.tuples import get_tuple_element, tuple as make_tuple
 from hlogen.ops._common import (ANY, ARITHMETIC, COMPLEX, FLOAT, FLOATING, INTEGER, LOGICAL,
                                 PRED, UNSIGNED, array_operand, as_operands,
@@ -31,16 +30,11 @@ from hlogen.ops._common import (ANY, ARITHMETIC, COMPLEX, FLOAT, FLOATING, INTEG
 
 # -- binary arithmetic ------------------------------------------------------------------
 
-class Narrow(enum.Enum):
-    """How an op computes narrow floats (f4, f6, f8)."""
-    AS_IS = "as it is"
-    # in f32 and rounded back, as XLA CPU does: computed in f8 itself, intermediate values
-    # overflow (exp(7) > 448), XLA CPU's f8 atan2 is off by ulps, and chlo.erf has no f8
-    # lowering at all
-    IN_F32 = "in f32"
-    # rounding to integers, in f32 (exact there) in loaded modules too: the interpreter
-    # returns NaN for f8e3m4's (hlogen.rewrites applies it to loaded modules)
-    ROUNDED_IN_F32 = "rounded in f32"
+# Functions of narrow floats (f4, f6, f8) are computed in f32 and rounded back, as XLA CPU
+# computes them (`narrow_in_f32`), in built and loaded modules (hlogen.rewrites): computed
+# in f8 itself, intermediate values overflow (exp(7) > 448), XLA CPU's f8 atan2 is off by
+# ulps, chlo.erf has no f8 lowering, the interpreter's f8e4m3fn logistic and its f8e3m4
+# rounding differ.
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,7 +42,7 @@ class Binary:
     spec: str             # the spec's name: Add
     mlir: str             # the StableHLO op: stablehlo.add
     kinds: frozenset      # element kinds accepted
-    narrow: Narrow = Narrow.AS_IS
+    narrow_in_f32: bool = False
 
 
 # python name -> its row
@@ -68,7 +62,7 @@ BINARY_ARITHMETIC = {
     "shift_right_arithmetic": Binary("ShiftRightArithmetic", "stablehlo.shift_right_arithmetic",
                                      INTEGER),
     "shift_right_logical": Binary("ShiftRightLogical", "stablehlo.shift_right_logical", INTEGER),
-    "atan2": Binary("Atan2", "stablehlo.atan2", FLOATING, Narrow.IN_F32),
+    "atan2": Binary("Atan2", "stablehlo.atan2", FLOATING, narrow_in_f32=True),
     "complex": Binary("Complex", "stablehlo.complex", frozenset({FLOAT})),
 }
 
@@ -112,7 +106,7 @@ def _binary_op(name, lhs, rhs, broadcast_dimensions):
         shape = shape.with_element_type(et)
     if name in ("div", "rem") and et.is_integer:
         return _integer_division(name, mlir_name, shape, lhs, rhs)
-    if row.narrow is not Narrow.AS_IS and et.is_narrow_float:
+    if row.narrow_in_f32 and et.is_narrow_float:
         return Op(lhs.builder, semantics.in_f32(lhs.builder, mlir_name, shape,
                                                 [lhs.value, rhs.value]), shape)
     return lhs.builder.add_op(mlir_name, shape, [lhs, rhs])
@@ -164,39 +158,39 @@ class Unary:
     mlir: str
     kinds: frozenset
     result: Result = Result.SAME
-    narrow: Narrow = Narrow.AS_IS
+    narrow_in_f32: bool = False
 
 
 _F = frozenset({FLOAT})
 # python name -> its row
 UNARY = {
     "abs": Unary("Abs", "stablehlo.abs", ARITHMETIC, Result.COMPONENT),
-    "cbrt": Unary("Cbrt", "stablehlo.cbrt", _F, narrow=Narrow.IN_F32),  # XLA: no complex Cbrt
-    "ceil": Unary("Ceil", "stablehlo.ceil", _F, narrow=Narrow.ROUNDED_IN_F32),
+    "cbrt": Unary("Cbrt", "stablehlo.cbrt", _F, narrow_in_f32=True),  # XLA: no complex Cbrt
+    "ceil": Unary("Ceil", "stablehlo.ceil", _F, narrow_in_f32=True),
     "clz": Unary("Clz", "stablehlo.count_leading_zeros", INTEGER),
-    "cos": Unary("Cos", "stablehlo.cosine", FLOATING, narrow=Narrow.IN_F32),
-    "erf": Unary("Erf", "chlo.erf", _F, narrow=Narrow.IN_F32),
-    "exp": Unary("Exp", "stablehlo.exponential", FLOATING, narrow=Narrow.IN_F32),
-    "expm1": Unary("Expm1", "stablehlo.exponential_minus_one", FLOATING, narrow=Narrow.IN_F32),
-    "floor": Unary("Floor", "stablehlo.floor", _F, narrow=Narrow.ROUNDED_IN_F32),
+    "cos": Unary("Cos", "stablehlo.cosine", FLOATING, narrow_in_f32=True),
+    "erf": Unary("Erf", "chlo.erf", _F, narrow_in_f32=True),
+    "exp": Unary("Exp", "stablehlo.exponential", FLOATING, narrow_in_f32=True),
+    "expm1": Unary("Expm1", "stablehlo.exponential_minus_one", FLOATING, narrow_in_f32=True),
+    "floor": Unary("Floor", "stablehlo.floor", _F, narrow_in_f32=True),
     "imag": Unary("Imag", "stablehlo.imag", FLOATING, Result.COMPONENT),
     "is_finite": Unary("IsFinite", "stablehlo.is_finite", _F, Result.PRED),
-    "log": Unary("Log", "stablehlo.log", FLOATING, narrow=Narrow.IN_F32),
-    "log1p": Unary("Log1p", "stablehlo.log_plus_one", FLOATING, narrow=Narrow.IN_F32),
-    "logistic": Unary("Logistic", "stablehlo.logistic", FLOATING, narrow=Narrow.IN_F32),
+    "log": Unary("Log", "stablehlo.log", FLOATING, narrow_in_f32=True),
+    "log1p": Unary("Log1p", "stablehlo.log_plus_one", FLOATING, narrow_in_f32=True),
+    "logistic": Unary("Logistic", "stablehlo.logistic", FLOATING, narrow_in_f32=True),
     "neg": Unary("Neg", "stablehlo.negate", ARITHMETIC),
     "not_": Unary("Not", "stablehlo.not", LOGICAL),
     "population_count": Unary("PopulationCount", "stablehlo.popcnt", INTEGER),
     "real": Unary("Real", "stablehlo.real", FLOATING, Result.COMPONENT),
-    "round": Unary("Round", "stablehlo.round_nearest_afz", _F, narrow=Narrow.ROUNDED_IN_F32),
+    "round": Unary("Round", "stablehlo.round_nearest_afz", _F, narrow_in_f32=True),
     "round_nearest_even": Unary("RoundNearestEven", "stablehlo.round_nearest_even", _F,
-                                narrow=Narrow.ROUNDED_IN_F32),
-    "rsqrt": Unary("Rsqrt", "stablehlo.rsqrt", FLOATING, narrow=Narrow.IN_F32),
+                                narrow_in_f32=True),
+    "rsqrt": Unary("Rsqrt", "stablehlo.rsqrt", FLOATING, narrow_in_f32=True),
     "sign": Unary("Sign", "stablehlo.sign", ARITHMETIC),
-    "sin": Unary("Sin", "stablehlo.sine", FLOATING, narrow=Narrow.IN_F32),
-    "sqrt": Unary("Sqrt", "stablehlo.sqrt", FLOATING, narrow=Narrow.IN_F32),
-    "tan": Unary("Tan", "stablehlo.tan", FLOATING, narrow=Narrow.IN_F32),
-    "tanh": Unary("Tanh", "stablehlo.tanh", FLOATING, narrow=Narrow.IN_F32),
+    "sin": Unary("Sin", "stablehlo.sine", FLOATING, narrow_in_f32=True),
+    "sqrt": Unary("Sqrt", "stablehlo.sqrt", FLOATING, narrow_in_f32=True),
+    "tan": Unary("Tan", "stablehlo.tan", FLOATING, narrow_in_f32=True),
+    "tanh": Unary("Tanh", "stablehlo.tanh", FLOATING, narrow_in_f32=True),
 }
 
 
@@ -207,13 +201,12 @@ def _unary_op(name, operand):
     if et.kind == UNSIGNED and name in ("abs", "sign"):
         # XLA: |x| = x and sgn(x) = min(x, 1) for unsigned x; StableHLO has neither.
         return operand if name == "abs" else _binary_op("min", operand, 1, ())
-    if et.is_narrow_float and row.narrow is not Narrow.AS_IS:
+    if et.is_narrow_float and row.narrow_in_f32:
         return Op(operand.builder, semantics.in_f32(operand.builder, mlir_name, operand.shape,
                                                     [operand.value]), operand.shape)
-    if name == "population_count" and et.name == "s4":
-        # XLA CPU sign-extends s4 before counting (popcnt(-8) = 5); count the u4 bits.
-        unsigned = _unary_op(name, bitcast_convert_type(operand, T.u4))
-        return bitcast_convert_type(unsigned, et)
+    if name == "population_count":  # s4's 4 bits, in loaded modules too
+        return Op(operand.builder, semantics.population_count(operand.builder, operand.shape,
+                                                              operand.value), operand.shape)
     result_et = {Result.SAME: et, Result.PRED: T.pred, Result.COMPONENT: et.component}[row.result]
     shape = T.Shape(result_et, operand.shape.dimensions)
     return operand.builder.add_op(mlir_name, shape, [operand])

@@ -5,7 +5,8 @@ Start indices follow XLA on every backend. The reference interpreter reads
 unsigned indices as signed (a u32 2**31 would be a negative start, clamped to 0),
 and updates the in-bounds part of a partly out-of-bounds Scatter window, where XLA
 skips the whole window. So hlogen converts indices to a signed type wide enough to
-hold them exactly, and sends out-of-bounds scatter windows wholly out of bounds.
+hold them exactly, and sends out-of-bounds scatter windows wholly out of bounds
+(hlogen.semantics, which gives loaded modules the same).
 """
 from __future__ import annotations
 
@@ -15,33 +16,19 @@ import functools
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
-from hlogen import mlir
+from hlogen import mlir, semantics
 from hlogen import types as T
 from hlogen.builder import Op, same_builder, trace
 from hlogen.errors import ShapeError
-from hlogen.ops import conversion, elementwise, movement, shaping
-from hlogen.ops._common import (INTEGER, array_operand, as_operand_list, broadcast_in_dim,
-                                check_kind, flag, i64_array, int_list, sizes)
+from hlogen.ops._common import (INTEGER, array_operand, as_operand_list, check_kind, flag,
+                                i64_array, int_list, sizes)
 
-_S64_MAX = 2**63 - 1
-
-
-# -- index conversion ---------------------------------------------------------------------------
-
-def _index_type(element_types, largest_bound: int) -> T.ElementType:
-    """s32, or s64 when an index type or a bound needs it: every index converts exactly."""
-    wide = largest_bound >= 2**31 or any(et.name in ("s64", "u32", "u64") for et in element_types)
-    return T.s64 if wide else T.s32
-
+# -- index conversion (hlogen.semantics, which rewrites loaded modules the same way) ------------
 
 def _as_signed(index: Op, target: T.ElementType) -> Op:
-    """`index` converted to the signed `target` with its value kept (u64 beyond s64's range
-    is clamped to s64's largest, which is out of bounds just the same)."""
-    if index.dtype == target:
-        return index
-    if index.dtype.name == "u64":
-        index = elementwise.min(index, _S64_MAX)
-    return conversion.convert_element_type(index, target)
+    """`index` converted to the signed `target` with its value kept."""
+    value = semantics.signed_index(index.builder, index.shape, index.value, target)
+    return Op(index.builder, value, index.shape.with_element_type(target))
 
 
 def _scalar_indices(op_name: str, operand: Op, start_indices) -> list[Op]:
@@ -67,7 +54,7 @@ def _scalar_indices(op_name: str, operand: Op, start_indices) -> list[Op]:
             raise ShapeError(f"{op_name}: start_indices[{i}] must be a scalar, got {s.shape}")
         indices.append(s)
     same_builder(op_name, operand, *indices)
-    target = _index_type([s.dtype for s in indices], max(shape.dimensions, default=0))
+    target = semantics.index_type([s.dtype for s in indices], max(shape.dimensions, default=0))
     return [_as_signed(s, target) for s in indices]
 
 
@@ -268,7 +255,7 @@ def _gather_plan(shape, indices, numbers, slice_sizes, indices_are_sorted):
     mapping = IndexMapping("gather", _GATHER_NAMES, *numbers)
     result = gather_shape(shape, indices, mapping, slice_sizes)
     ctx = mlir.context()
-    return result, _index_type([indices.element_type], max(shape.dimensions, default=0)), {
+    return result, semantics.index_type([indices.element_type], max(shape.dimensions, default=0)), {
         "dimension_numbers": stablehlo.GatherDimensionNumbers.get(
             list(mapping.window_dims), list(mapping.collapsed_dims),
             list(mapping.operand_batching_dims), list(mapping.indices_batching_dims),
@@ -284,9 +271,9 @@ _SCATTER_NAMES = ("update_window_dims", "inserted_window_dims", "input_batching_
                   "index_vector_dim")
 
 
-def scatter_window(operand: T.Shape, indices: T.Shape, updates: T.Shape,
-                   mapping: IndexMapping) -> list[int]:
-    """Checks the Scatter rules on shapes; returns the window size of every operand dimension."""
+def check_scatter_shapes(operand: T.Shape, indices: T.Shape, updates: T.Shape,
+                         mapping: IndexMapping) -> None:
+    """Checks the Scatter rules on shapes."""
     batch = mapping.batch_sizes(indices)
     if 0 <= mapping.index_vector_dim <= indices.rank and updates.rank != len(batch) + len(mapping.window_dims):
         mapping.fail(f"updates {updates} must have rank {len(batch) + len(mapping.window_dims)}: "
@@ -300,13 +287,10 @@ def scatter_window(operand: T.Shape, indices: T.Shape, updates: T.Shape,
         mapping.fail(f"updates {updates}: its dimensions other than update_window_dims "
                      f"({scatter_sizes}) must be the sizes of the indices' dimensions other "
                      f"than index_vector_dim ({batch})", operand, indices)
-    full = [1] * operand.rank
     for d, w in zip(mapping.windowed(operand), window):
         if w > operand.dimensions[d]:
             mapping.fail(f"updates {updates}: the update window has size {w} in operand "
                          f"dimension {d}, which has size {operand.dimensions[d]}", operand, indices)
-        full[d] = w
-    return full
 
 
 def scatter(operands, scatter_indices, updates, update_computation, *, update_window_dims,
@@ -345,14 +329,16 @@ def scatter(operands, scatter_indices, updates, update_computation, *, update_wi
     mapping = IndexMapping("scatter", _SCATTER_NAMES, *_parse("scatter", _SCATTER_NAMES, (
         update_window_dims, inserted_window_dims, input_batching_dims,
         scatter_indices_batching_dims, scatter_dims_to_operand_dims, index_vector_dim)))
-    window = scatter_window(shape, indices, updates_list[0].shape, mapping)
+    check_scatter_shapes(shape, indices, updates_list[0].shape, mapping)
     scalars = [T.Shape(o.dtype, ()) for o in operands]
     region = trace(builder, "scatter", "update_computation", update_computation,
                    scalars + scalars, scalars)
-    target = _index_type([indices.element_type], max(shape.dimensions, default=0))
-    scatter_indices, mapping = _nonempty_indices(_as_signed(scatter_indices, target), mapping,
-                                                 shape, updates_list[0].shape)
-    safe_indices = _windows_out_of_bounds(scatter_indices, shape, window, mapping)
+    safe_indices, index_map = semantics.scatter_indices(
+        builder, shape, updates_list[0].shape, indices, scatter_indices.value, mapping.window_dims,
+        mapping.collapsed_dims, mapping.operand_batching_dims, mapping.index_map,
+        mapping.index_vector_dim)
+    mapping = dataclasses.replace(mapping, index_map=index_map)
+    safe_indices = Op(builder, safe_indices, mlir.shape_of_type(safe_indices.type))
     ctx = mlir.context()
     results = builder.add_op_with_regions(
         "stablehlo.scatter", [o.shape for o in operands], [*operands, safe_indices, *updates_list], {
@@ -363,44 +349,3 @@ def scatter(operands, scatter_indices, updates, update_computation, *, update_wi
             "indices_are_sorted": ir.BoolAttr.get(indices_are_sorted, context=ctx),
             "unique_indices": ir.BoolAttr.get(unique_indices, context=ctx)}, [region])
     return results[0] if single else tuple(results)
-
-
-def _nonempty_indices(indices: Op, mapping: IndexMapping, operand: T.Shape, updates: T.Shape):
-    """Index vectors of no components (the indices hold no elements) start every window at
-    0, but XLA CPU then skips the updates altogether: give them one component, a 0 for
-    an operand dimension that is not a batching dimension."""
-    free = [d for d in range(operand.rank) if d not in mapping.operand_batching_dims]
-    if mapping.index_map or not free or updates.size == 0:
-        return indices, mapping
-    dims = list(indices.shape.dimensions)
-    dims[mapping.index_vector_dim] = 1
-    zeros = shaping.broadcast(indices.builder.constant(0, indices.dtype), dims)
-    return zeros, dataclasses.replace(mapping, index_map=(free[0],))
-
-
-def _windows_out_of_bounds(indices: Op, operand: T.Shape, window: list[int],
-                           mapping: IndexMapping) -> Op:
-    """`indices` where every index vector whose window does not fit in the operand is
-    replaced by the operand's sizes, so that no element of its window is in bounds:
-    then every backend skips the whole window, as XLA does."""
-    if not mapping.index_map:  # index vectors of no components: every window starts at 0
-        return indices
-    ivd = mapping.index_vector_dim
-    dims = indices.shape.dimensions
-    components = [operand.dimensions[d] for d in mapping.index_map]
-    highest = [operand.dimensions[d] - window[d] for d in mapping.index_map]
-
-    def along_vector(values):  # one value per component, laid out like `indices`
-        constant = indices.builder.constant(values, indices.dtype)
-        if ivd == len(dims):
-            return broadcast_in_dim(movement.reshape(constant, ()), dims, ())
-        return broadcast_in_dim(constant, dims, (ivd,))
-
-    fits = elementwise.and_(elementwise.ge(indices, 0), elementwise.le(indices, along_vector(highest)))
-    if ivd < len(dims):  # a window fits when every component does
-        parts = [movement.slice_in_dim(fits, k, k + 1, 1, ivd) for k in range(dims[ivd])]
-        every = parts[0]
-        for p in parts[1:]:
-            every = elementwise.and_(every, p)
-        fits = broadcast_in_dim(every, dims, range(len(dims)))
-    return elementwise.select(fits, indices, along_vector(components))

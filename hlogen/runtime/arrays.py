@@ -82,7 +82,8 @@ def check_array(where: str, shape: T.Shape, arg) -> np.ndarray:
 
 def _describe(value) -> str:
     if hasattr(value, "dtype") and hasattr(value, "shape"):
-        return f"a {np.dtype(value.dtype)} array of shape {tuple(value.shape)}"
+        name = str(np.dtype(value.dtype))
+        return f"{'an' if name[0] in 'aeio' else 'a'} {name} array of shape {tuple(value.shape)}"
     return f"{type(value).__name__} {value!r}"[:200]
 
 

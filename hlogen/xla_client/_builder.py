@@ -224,7 +224,7 @@ class XlaBuilder(Builder):
                 raise InputError(f"setup_alias: parameter {index} -> output {output} names a "
                                  f"parameter or output {self!r} does not have")
         computation = Builder.build(self, *results)
-        main = computation._main
+        main = computation.main
         ctx = mlir.context()
         arguments = _merge(
             {i: {"mhlo.sharding": ir.StringAttr.get(s, context=ctx)} for i, s in self._shardings.items()},

@@ -15,12 +15,13 @@ import re
 
 import numpy as np
 
+from hlogen import backends
 from hlogen import types as T
 from hlogen.computation import Computation
 from hlogen.errors import ExecutionError, InputError, UnsupportedError
 from hlogen.loading import load
 from hlogen.runtime import _jaxlib, pjrt
-from hlogen.runtime.arrays import check_array, check_signature, leaf_shapes, native
+from hlogen.runtime.arrays import check_array, check_signature, native
 from hlogen.runtime.execution import prepare
 from hlogen.xla_client._builder import XlaComputation
 from hlogen.xla_client._protos import ChannelHandle, ChannelHandle_ChannelType
@@ -315,7 +316,7 @@ class Client:
             raise InputError(f"compile: the device assignment names device(s) {missing}; this "
                              f"client has {len(by_id)} ({', '.join(map(str, sorted(by_id)))})")
         devices = [by_id[int(i)] for i in ids.flat]
-        prepared = prepare(comp, for_interpreter=False, num_replicas=replicas,
+        prepared = prepare(comp, backends.get(self._raw.platform), num_replicas=replicas,
                            num_partitions=partitions)
         try:
             loaded = _jaxlib.compile(self._raw, prepared.computation.to_bytecode(), devices, options)
@@ -347,7 +348,7 @@ class LoadedExecutable:
         self._loaded = loaded
         self._computation = prepared.computation
         self._devices = list(loaded.local_devices())
-        self._parameters = leaf_shapes(prepared.computation.parameter_shapes)
+        self._parameters = T.leaf_shapes(prepared.computation.parameter_shapes)
         self._partitions = partitions
 
     def __getattr__(self, name):
