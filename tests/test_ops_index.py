@@ -33,3 +33,28 @@ def test_each_op_has_its_summary():
         summary = ast.get_docstring(node) or ""
         real = " ".join((inspect.getdoc(getattr(ops, name)) or "").split("\n\n")[0].split())
         assert " ".join(summary.split()) == real, name
+
+
+def write_index() -> None:
+    """Rewrites the index from the functions: `python -m tests.test_ops_index` after an
+    op's signature or summary changed (the tests above then pass)."""
+    import textwrap
+    lines = ['"""Every op of hlogen.ops with its signature, for editors and grep (several are '
+             'made from', 'the tables of hlogen/ops/elementwise.py); tests/test_ops_index.py '
+             'checks it against the', 'functions."""',
+             "from hlogen.ops.collectives import ChannelHandle as ChannelHandle", "", ""]
+    for name in ops.__all__:
+        function = getattr(ops, name)
+        head = f"def {name}{inspect.signature(function)}:"
+        if len(head) > 96:
+            params = str(inspect.signature(function))[1:-1]
+            head = (f"def {name}(\n        " + textwrap.fill(
+                params, 88, subsequent_indent="        ", break_long_words=False) + "):")
+        summary = " ".join((inspect.getdoc(function) or "").split("\n\n")[0].split())
+        body = textwrap.fill(summary, 92, initial_indent='    """', subsequent_indent="    ")
+        lines.append(f'{head}\n{body}"""\n\n')
+    INDEX.write_text("\n".join(lines).rstrip() + "\n")
+
+
+if __name__ == "__main__":
+    write_index()

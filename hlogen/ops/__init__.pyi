@@ -166,7 +166,7 @@ def cross_replica_sum(operand, replica_groups=None):
 
 def custom_call(
         target_name, args, shape, *, builder=None, opaque=b'', has_side_effect=False,
-        api_version=None):
+        api_version=None, operand_layouts=None, result_layouts=None):
     """CustomCall(target_name, args, shape): calls target `target_name` on `args`."""
 
 
