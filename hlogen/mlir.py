@@ -174,6 +174,24 @@ def walk(module: ir.Module) -> list[ir.Operation]:
     return found
 
 
+def defining_op(value: ir.Value) -> ir.Operation | None:
+    """The op that makes `value`; None for an argument of a block."""
+    owner = value.owner
+    if isinstance(owner, ir.Block):
+        return None
+    return owner.operation if hasattr(owner, "operation") else owner
+
+
+def nested_in(op: ir.Operation, names) -> bool:
+    """Whether `op` is in a region of an op named in `names` (within its function)."""
+    parent = op.parent
+    while parent is not None and parent.name not in ("func.func", "builtin.module"):
+        if parent.name in names:
+            return True
+        parent = parent.parent
+    return False
+
+
 def op_names(module: ir.Module) -> list[str]:
     """The names of every op nested in `module`, in order (the module itself excluded)."""
     return [op.name for op in walk(module)]

@@ -54,8 +54,8 @@ from jaxlib.mlir.dialects import stablehlo
 
 from hlogen import mlir
 from hlogen import types as T
-from hlogen.conformance.module import Case, constant_of, defining_op
-from hlogen.mlir import enum_attribute, ints_attribute
+from hlogen.conformance.module import Case, constant_of
+from hlogen.mlir import defining_op, enum_attribute, ints_attribute
 
 
 def _shape(value) -> list:

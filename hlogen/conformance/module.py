@@ -20,9 +20,10 @@ import re
 
 import numpy as np
 from jaxlib.mlir import ir
-from jaxlib.mlir._mlir_libs import _jax_mlir_ext, _stablehlo
+from jaxlib.mlir._mlir_libs import _stablehlo
 
-from hlogen import mlir
+from hlogen import mlir, passes
+from hlogen.mlir import defining_op
 from hlogen import types as T
 from hlogen.computation import Computation, is_public
 from hlogen.loading import parse_module
@@ -113,14 +114,14 @@ def _rewrite(module, where, dialect_checks, quantized, lift_constants) -> Case:
     if quantized:
         # StableHLO's own lowering of quantized types to integer math, for both backends
         mlir.run_pipeline(module, "builtin.module(func.func(stablehlo-legalize-quant-to-math))")
-    _inline_calls(module, main)
+    passes.inline_calls(main.regions[0].blocks[0], passes.functions(module))
     found = _find_checks(main, dialect_checks, where)
     parallel = [op.operation for op in main.regions[0].blocks[0].operations
                 if _target(op.operation) == files.RUN_PARALLEL]
     if parallel:
         return _replicated(module, main, parallel, found, where, ops, element_types)
     checks = _checks_to_results(main, found)
-    _drop_unused_functions(module, main)
+    passes.drop_unused_functions(module, main)
     arguments = _lift_constants(main) if lift_constants else []
     return Case(Computation(module, where), arguments, checks, ops, element_types, quantized)
 
@@ -170,22 +171,6 @@ def _element_name(t) -> str | None:
         return T.element_type_of_mlir(inner).name
     except Exception:
         return inner
-
-
-def _inline_calls(module: ir.Module, main: ir.Operation) -> None:
-    table = _functions(module)
-    block = main.regions[0].blocks[0]
-    for _ in range(64):  # callees may call functions in turn
-        calls = [op.operation for op in block.operations if op.operation.name == "func.call"]
-        if not calls:
-            return
-        for call in calls:
-            callee = table[ir.FlatSymbolRefAttr(call.attributes["callee"]).value]
-            with ir.InsertionPoint(call), call.location:
-                values = _jax_mlir_ext.inlined_func_call(callee, list(call.operands))
-            for old, new in zip(call.results, values):
-                old.replace_all_uses_with(new)
-            call.erase()
 
 
 def _target(op: ir.Operation) -> str | None:
@@ -265,7 +250,7 @@ def _replicated(module, main, parallel, found, where, ops, element_types) -> Cas
         raise UnsupportedError(f"{where}: {files.RUN_PARALLEL} runs different programs on its "
                                f"replicas ({', '.join('@' + n for n in names)}): hlogen runs one "
                                f"program on every replica")
-    program = _functions(module)[names[0]]
+    program = passes.functions(module)[names[0]]
     n_in = len(program.regions[0].blocks[0].arguments)
     arguments = [_constant_value(v, where, "an operand of " + files.RUN_PARALLEL)
                  for v in call.operands]
@@ -283,18 +268,10 @@ def _replicated(module, main, parallel, found, where, ops, element_types) -> Cas
     program.attributes["sym_name"] = ir.StringAttr.get("main")
     if "sym_visibility" in program.attributes:
         del program.attributes["sym_visibility"]
-    _inline_calls(module, program)
-    _drop_unused_functions(module, program)
+    passes.inline_calls(program.regions[0].blocks[0], passes.functions(module))
+    passes.drop_unused_functions(module, program)
     return Case(Computation(module, where), per_replica, checks, ops, element_types,
                 replicated=Replicated(len(grid), actual, expected))
-
-
-def defining_op(value) -> ir.Operation | None:
-    """The op that makes `value`; None for an argument of a block."""
-    owner = value.owner
-    if isinstance(owner, ir.Block):
-        return None
-    return owner.operation if hasattr(owner, "operation") else owner
 
 
 def constant_of(value) -> np.ndarray | None:
@@ -308,48 +285,6 @@ def _constant_value(value, where: str, what: str) -> np.ndarray:
     if array is None:
         raise UnsupportedError(f"{where}: {what} is not a constant this runner can read")
     return array
-
-
-def _functions(module: ir.Module) -> dict:
-    return {ir.StringAttr(op.operation.attributes["sym_name"]).value: op.operation
-            for op in module.body.operations if op.operation.name == "func.func"}
-
-
-# Attributes that name functions. Only these are read: reading every attribute from
-# Python reads complex constants too, which ends the process.
-_SYMBOL_ATTRIBUTES = ("callee", "decomposition", "called_computations", "programs")
-
-
-def _symbols(attr: ir.Attribute) -> list:
-    """Symbol names an attribute refers to (a callee, a decomposition, nested in lists)."""
-    if isinstance(attr, ir.FlatSymbolRefAttr):
-        return [attr.value]
-    if isinstance(attr, ir.ArrayAttr):
-        return [name for a in attr for name in _symbols(a)]
-    return []
-
-
-def _drop_unused_functions(module: ir.Module, main: ir.Operation) -> None:
-    """Erases the functions main does not refer to, directly or through others."""
-    functions = _functions(module)
-    used, todo = set(), [main]
-    while todo:
-        names = []
-
-        def visit(op):
-            for name in _SYMBOL_ATTRIBUTES:
-                if name in op.attributes:
-                    names.extend(_symbols(op.attributes[name]))
-            return ir.WalkResult.ADVANCE
-
-        todo.pop().walk(visit)
-        for name in names:
-            if name in functions and name not in used:
-                used.add(name)
-                todo.append(functions[name])
-    for name, op in functions.items():
-        if op != main and name not in used:
-            op.erase()
 
 
 def _lift_constants(main: ir.Operation) -> list:
