@@ -52,6 +52,8 @@ bench: $(STAMP)
 	$(PY) benchmarks/softmax.py
 	$(PY) benchmarks/linalg.py
 	$(PY) benchmarks/collectives.py
+	$(PY) benchmarks/generate.py
+	$(PY) benchmarks/reduce.py
 
 clean:
 	rm -rf $(VENV) out .pytest_cache .hypothesis *.egg-info

@@ -26,12 +26,12 @@ import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
-from hlogen import mlir, ops, preflight
+from hlogen import mlir, ops
 from hlogen import types as T
 from hlogen.builder import Builder, Op
-from hlogen.differential.reduce import WHOLE
+from hlogen.differential.reduce import WHOLE, valid
 from hlogen.computation import Computation
-from hlogen.errors import HlogenError, InputError, UnsupportedError
+from hlogen.errors import HlogenError, UnsupportedError
 from hlogen.loading import load
 from hlogen.ops import elementwise
 from hlogen.ops._common import ANY, ARITHMETIC, COMPLEX, FLOAT, FLOATING, INTEGER, PRED, UNSIGNED
@@ -42,6 +42,7 @@ DEFAULT_ELEMENT_TYPES = ("f32", "f16", "bf16", "f64", "s8", "s32", "s64", "u8", 
 _BACKENDS = ("interpret", "pjrt")
 _MAX_PARAMETERS = 8      # new values become constants after this many parameters
 _REGION_OPS = (1, 4)     # how many ops a region's own program has (bounds)
+_MUTATION_TRIES = 16     # changes tried until one verifies
 
 
 @dataclasses.dataclass(frozen=True)
@@ -829,18 +830,21 @@ def mutate(computation, seed: int) -> Computation:
     any mutation applies to."""
     original = computation if isinstance(computation, Computation) else load(computation)
     rng = random.Random(_seed(seed))
-    copy = original.clone()
-    with mlir.context(), ir.Location.unknown():
-        sites = [(kind, op) for op in mlir.walk(copy.module) if _may_change(op)
-                 for kind, (applies, _) in MUTATIONS.items() if applies(op)]
-        if not sites:
-            raise HlogenError(f"mutate: {original.source or original.name} has no op a mutation "
-                              f"applies to ({', '.join(MUTATIONS)})")
-        kind, op = rng.choice(sites)
-        MUTATIONS[kind][1](op, rng)
-    copy.module.operation.verify()
-    preflight.check_module(copy.module, original.source or original.name)
-    return Computation(copy.module, original.source)
+    where = original.source or original.name
+    for _ in range(_MUTATION_TRIES):
+        copy = original.clone()
+        with mlir.context(), ir.Location.unknown():
+            sites = [(kind, op) for op in mlir.walk(copy.module) if _may_change(op)
+                     for kind, (applies, _) in MUTATIONS.items() if applies(op)]
+            if not sites:
+                raise HlogenError(f"mutate: {where} has no op a mutation applies to "
+                                  f"({', '.join(MUTATIONS)})")
+            kind, op = rng.choice(sites)
+            MUTATIONS[kind][1](op, rng)
+        # the tables say what XLA's ops take; a StableHLO op may take less (abs of unsigned)
+        if valid(copy.module):
+            return Computation(copy.module, original.source)
+    raise HlogenError(f"mutate: no change of {where} tried verifies ({_MUTATION_TRIES} tries)")
 
 
 def _may_change(op) -> bool:

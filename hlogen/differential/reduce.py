@@ -3,19 +3,22 @@
 `reduce(module, interesting)` keeps shrinking a StableHLO module while a predicate of a
 Computation holds (a divergence between backends, an error whose message matches, a
 user's script), with these strategies, repeated until none makes progress:
-- inline calls (jax's inliner, hlogen.passes) and drop the functions nothing calls;
 - trim results: keep a subset of main's results;
 - remove ops: delta debugging (ddmin) over the ops of every function and region; each
   result of a removed op becomes an operand of the op of the same type (the op is
-  bypassed), else a new parameter of main (in main's body), else zeros;
-- simplify regions: a while loop that runs once or never, a branch of an if or a case;
+  bypassed), else a new parameter of main (in main's body), else zeros; then, one op at
+  a time, main returns an op's operands instead of its result, and an op is bypassed by
+  each of its operands of its type;
+- inline calls (jax's inliner, hlogen.passes);
+- simplify regions: a while loop that runs once or never, a branch of an if or a case
+  (the regions of WHOLE's ops are not edited inside: reducers, comparators, loops);
 - fold constants: an op of constants becomes the constant of its value (computed by the
   reference interpreter);
 - simplify constants (zeros, ones) and attributes (optional ones and other dialects');
 - shrink shapes: every dimension of one size halved, where the module still verifies;
 - drop unused parameters.
-Every candidate is built on a copy of the best module so far, has its dead ops removed,
-and must pass MLIR's verifier and hlogen.preflight.check_module before the predicate
+Every candidate is built on a copy of the best module so far, has its dead ops and
+unused functions removed, and must pass MLIR's verifier and hlogen.preflight.check_module before the predicate
 sees it; a candidate is accepted only when it is smaller (fewer functions, then fewer
 ops, then fewer elements, then shorter text), so the search ends. The same module,
 predicate and seed (which orders delta debugging's tries) give the same result; a
@@ -188,7 +191,7 @@ class _Search:
             _remove_dead_ops(module)
             passes.drop_unused_functions(module, main)
             _fix_signature(main)
-        if not _valid(module):
+        if not valid(module):
             return False
         text = module.operation.get_asm(assume_verified=True)
         size = _size(module, text)
@@ -297,7 +300,9 @@ def _size(module: ir.Module, text: str) -> tuple:
     return len(passes.functions(module)), len(ops), elements, *constants, len(text)
 
 
-def _valid(module: ir.Module) -> bool:
+def valid(module: ir.Module) -> bool:
+    """Whether `module` passes MLIR's verifier and hlogen.preflight.check_module (quietly:
+    a candidate that does not is dropped)."""
     with mlir.collected_diagnostics():
         try:
             module.operation.verify()
@@ -305,7 +310,6 @@ def _valid(module: ir.Module) -> bool:
             return False
     try:
         preflight.check_module(module, _WHERE)
-        main_of(module, _WHERE)
     except HlogenError:
         return False
     return True
@@ -324,16 +328,16 @@ def _remove_dead_ops(module: ir.Module) -> None:
 
 
 def _fix_signature(main: ir.Operation) -> None:
-    """main's function type (and argument attributes) from its block and return."""
+    """main's function type from its block and return, and as many argument and result
+    attributes (those of new ones empty)."""
     block = main.regions[0].blocks[0]
     returned = list(block.operations)[-1]
     main.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(
         [a.type for a in block.arguments], [v.type for v in returned.operands]))
-    if "arg_attrs" in main.attributes:
-        old = list(ir.ArrayAttr(main.attributes["arg_attrs"]))
-        empty = ir.DictAttr.get({})
-        main.attributes["arg_attrs"] = ir.ArrayAttr.get(
-            (old + [empty] * len(block.arguments))[:len(block.arguments)])
+    for name, count in (("arg_attrs", len(block.arguments)), ("res_attrs", len(returned.operands))):
+        if name in main.attributes:
+            old = list(ir.ArrayAttr(main.attributes[name]))
+            main.attributes[name] = ir.ArrayAttr.get((old + [ir.DictAttr.get({})] * count)[:count])
 
 
 def _main_block(module: ir.Module) -> ir.Block:
@@ -377,13 +381,11 @@ def _results(module: ir.Module) -> list:
 
 def _trim_results(module: ir.Module, keys: list) -> None:
     main = main_of(module, _WHERE)
-    returned = _returned(module)
-    kept = [i for i in range(len(returned.operands)) if i not in keys]
+    values = list(_returned(module).operands)
+    kept = [i for i in range(len(values)) if i not in keys]
     if not kept:
         raise _Skip
-    with ir.InsertionPoint(returned), returned.location:
-        ir.Operation.create("func.return", operands=[returned.operands[i] for i in kept])
-    returned.erase()
+    _set_returned(module, [values[i] for i in kept])
     if "res_attrs" in main.attributes:
         old = list(ir.ArrayAttr(main.attributes["res_attrs"]))
         main.attributes["res_attrs"] = ir.ArrayAttr.get([old[i] for i in kept])
@@ -393,18 +395,30 @@ def _returned(module: ir.Module) -> ir.Operation:
     return list(_main_block(module).operations)[-1]
 
 
+def _set_returned(module: ir.Module, values: list) -> None:
+    """main returns `values` (its type follows: _fix_signature)."""
+    returned = _returned(module)
+    with ir.InsertionPoint(returned), returned.location:
+        ir.Operation.create("func.return", operands=values)
+    returned.erase()
+
+
 def _returnable(module: ir.Module, key: int) -> list:
-    """The operands of the op that makes main's result `key` (in main's body)."""
+    """Each operand of the op that makes main's result `key` (in main's body), then all
+    of them (None)."""
     op = mlir.defining_op(_returned(module).operands[key])
     if op is None or op.block != _main_block(module):
         return []
-    return list(range(len(op.operands)))
+    return list(range(len(op.operands))) + ([None] if len(op.operands) > 1 else [])
 
 
-def _return_operand(module: ir.Module, key: int, operand: int) -> None:
-    """main returns, as its result `key`, operand `operand` of the op that made it."""
-    returned = _returned(module)
-    returned.operands[key] = mlir.defining_op(returned.operands[key]).operands[operand]
+def _return_operand(module: ir.Module, key: int, operand: int | None) -> None:
+    """main returns, instead of its result `key`, operand `operand` of the op that made
+    it (every operand, for None)."""
+    values = list(_returned(module).operands)
+    made = list(mlir.defining_op(values[key]).operands)
+    values[key:key + 1] = made if operand is None else [made[operand]]
+    _set_returned(module, values)
 
 
 # -- remove ops -----------------------------------------------------------------------------
