@@ -23,10 +23,10 @@ from jaxlib.mlir import ir
 from jaxlib.mlir._mlir_libs import _stablehlo
 
 from hlogen import mlir, passes
-from hlogen.mlir import defining_op
 from hlogen import types as T
 from hlogen.computation import Computation, is_public
 from hlogen.loading import parse_module
+from hlogen.mlir import defining_op
 from hlogen.conformance import files, judge
 from hlogen.errors import InputError, UnsupportedError
 

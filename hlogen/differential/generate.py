@@ -20,6 +20,7 @@ import dataclasses
 import functools
 import math
 import random
+from typing import Callable
 
 import ml_dtypes
 import numpy as np
@@ -29,8 +30,8 @@ from jaxlib.mlir.dialects import stablehlo
 from hlogen import mlir, ops
 from hlogen import types as T
 from hlogen.builder import Builder, Op
-from hlogen.differential.reduce import WHOLE, valid
 from hlogen.computation import Computation
+from hlogen.differential.reduce import WHOLE, valid
 from hlogen.errors import HlogenError, UnsupportedError
 from hlogen.loading import load
 from hlogen.ops import elementwise
@@ -302,7 +303,7 @@ class Generator:
     the nesting depth it needs for regions with programs of their own."""
 
     name: str
-    make: object
+    make: Callable
     weight: float = 1.0
     kinds: frozenset | None = None
     regions: int = 0
