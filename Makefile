@@ -53,6 +53,8 @@ bench: $(STAMP)
 	$(PY) benchmarks/linalg.py
 	$(PY) benchmarks/collectives.py
 	$(PY) benchmarks/xla_client.py
+	$(PY) benchmarks/generate.py
+	$(PY) benchmarks/reduce.py
 
 clean:
 	rm -rf $(VENV) out .pytest_cache .hypothesis *.egg-info

@@ -179,6 +179,12 @@ def _ordered_complex(op) -> bool:
         mlir.enum_attribute(op, "comparison_direction") not in ("EQ", "NE")
 
 
+def _loop_in_map(op) -> bool:
+    # found by hlogen.differential's generator: XLA CPU's loop emitter CHECK-fails
+    # ("operand_maps.size() == 1" in computation_partitioner.cc) on a while in a map
+    return any(inner.name == "stablehlo.while" for inner in mlir.walk_op(op))
+
+
 def _variadic_with_channel(op):
     return len(op.operands) > 1 and "channel_handle" in op.attributes
 
@@ -224,6 +230,8 @@ XLA_REFUSES = {
                                                   "concatenating")),
     "stablehlo.remainder": Refusal("XLA CPU ends the process (SIGSEGV) compiling a remainder of "
                                    "complex numbers", _complex_operands),
+    "stablehlo.map": Refusal("XLA CPU ends the process (a CHECK in computation_partitioner.cc) "
+                             "compiling a while loop inside a map's computation", _loop_in_map),
 }
 XLA_REFUSES_TYPES = {"f6e2m3fn": _NO_F6, "f6e3m2fn": _NO_F6}
 

@@ -156,22 +156,39 @@ def diagnostics(error: ir.MLIRError) -> str:
     return "\n".join(lines) or str(error)
 
 
-def walk(module: ir.Module) -> list[ir.Operation]:
-    """Every op nested in `module`, in order (the module itself excluded).
+def walk_op(op, found: list | None = None) -> list[ir.Operation]:
+    """`op` and every op nested in it, in order (appended to `found`, when given).
 
     MLIR's own walk, in C++ (not Python's recursion, which modules can nest deeper than),
     calling back for each op: a third of the cost of iterating the blocks in Python.
     """
-    found = []
+    found = [] if found is None else found
     append, advance = found.append, ir.WalkResult.ADVANCE
 
-    def visit(op):
-        append(op)
+    def visit(inner):
+        append(inner)
         return advance
 
-    for op in module.body.operations:
-        op.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
+    op.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
     return found
+
+
+def walk(module: ir.Module) -> list[ir.Operation]:
+    """Every op nested in `module`, in order (the module itself excluded)."""
+    found: list = []
+    for op in module.body.operations:
+        walk_op(op, found)
+    return found
+
+
+def nested_in(op: ir.Operation, names) -> bool:
+    """Whether `op` is in a region of an op named in `names` (within its function)."""
+    parent = op.parent
+    while parent is not None and parent.name not in ("func.func", "builtin.module"):
+        if parent.name in names:
+            return True
+        parent = parent.parent
+    return False
 
 
 def op_names(module: ir.Module) -> list[str]:
@@ -234,6 +251,58 @@ def inline_call(callee, operands: list, ip: ir.InsertionPoint, loc: ir.Location)
     (jax's inliner: MLIR's `inline` pass does nothing for func here)."""
     with ip, loc:
         return list(_jax_mlir_ext.inlined_func_call(callee, list(operands)))
+
+
+def inline_calls(block: ir.Block, table: dict) -> None:
+    """Inlines every func.call of `block` (not of its ops' regions), the calls the inlined
+    bodies make too; `table` is `functions(module)`."""
+    for _ in range(64):  # callees may call functions in turn
+        calls = [op.operation for op in block.operations if op.operation.name == "func.call"]
+        if not calls:
+            return
+        for call in calls:
+            callee = table[ir.FlatSymbolRefAttr(call.attributes["callee"]).value]
+            values = inline_call(callee, call.operands, ir.InsertionPoint(call), call.location)
+            for old, new in zip(call.results, values):
+                old.replace_all_uses_with(new)
+            call.erase()
+
+
+# Attributes that name functions. Only these are read: reading every attribute from
+# Python reads complex constants too, which ends the process.
+_SYMBOL_ATTRIBUTES = ("callee", "decomposition", "called_computations", "programs")
+
+
+def _symbols(attr: ir.Attribute) -> list:
+    """Symbol names an attribute refers to (a callee, a decomposition, nested in lists)."""
+    if isinstance(attr, ir.FlatSymbolRefAttr):
+        return [attr.value]
+    if isinstance(attr, ir.ArrayAttr):
+        return [name for a in attr for name in _symbols(a)]
+    return []
+
+
+def drop_unused_functions(module: ir.Module, main: ir.Operation) -> None:
+    """Erases the functions `main` does not refer to, directly or through others."""
+    table = functions(module)
+    used, todo = set(), [main]
+    while todo:
+        names: list = []
+
+        def visit(op):
+            for name in _SYMBOL_ATTRIBUTES:
+                if name in op.attributes:
+                    names.extend(_symbols(op.attributes[name]))
+            return ir.WalkResult.ADVANCE
+
+        todo.pop().walk(visit)
+        for name in names:
+            if name in table and name not in used:
+                used.add(name)
+                todo.append(table[name])
+    for name, op in table.items():
+        if op != main and name not in used:
+            op.erase()
 
 
 def parse_attribute(text, where: str) -> ir.Attribute:

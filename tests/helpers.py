@@ -76,3 +76,59 @@ def same(actual, expected, dtype=None):
     assert actual.shape == expected.shape, (actual.shape, expected.shape)
     assert actual.dtype == expected.dtype, (actual.dtype, expected.dtype)
     assert actual.tobytes() == expected.tobytes(), (actual, expected)
+
+
+# -- test scaffolding for the reducer (tests/test_reduce.py, benchmarks/reduce.py) -------------
+# Not the comparison library (XLA's Near rule and run_hlo_module's random inputs live in
+# hlogen.differential's compare, on their own branch): a fixed input per parameter and an
+# np.allclose-style check are enough to say "the two backends still disagree".
+
+def fixed_inputs(comp, value=100.0) -> list:
+    """One array per parameter: floats all `value`, integers 1, predicates True."""
+    inputs = []
+    for shape in comp.parameter_shapes:
+        kind = shape.element_type.kind
+        fill = value if kind in ("float", "complex") else True if kind == "pred" else 1
+        inputs.append(np.full(shape.dimensions, fill, shape.dtype))
+    return inputs
+
+
+def results_differ(comp, value=100.0, tolerance=1e-3) -> bool:
+    """Whether PJRT CPU and the interpreter give results that differ by more than
+    `tolerance` (absolute and relative, NaN equal to NaN) on fixed_inputs(comp, value)."""
+    args = fixed_inputs(comp, value)
+    cpu, interpreted = (r if isinstance(r, tuple) else (r,) for r in run_both(comp, *args))
+    for a, b in zip(cpu, interpreted):
+        wide = np.complex128 if a.dtype.kind == "c" else np.float64
+        if not np.allclose(a.astype(wide), b.astype(wide), rtol=tolerance, atol=tolerance,
+                           equal_nan=True):
+            return True
+    return False
+
+
+def residual_stack(layers: int, width: int = 8, hidden: int = 16) -> hg.Computation:
+    """A jax program as jax lowers it: `layers` residual blocks (each a call of a jitted
+    function: matmul, bias, tanh, matmul, residual add) with an RMS norm after each, and
+    `log(exp(x))` of the input added at the middle layer: about 15 ops per layer. On
+    inputs of 100, XLA CPU rewrites log(exp(x)) to x (algsimp) while the interpreter
+    overflows to inf, so the results differ."""
+    import jax  # here: only the tests and benchmarks that make jax programs need it
+    import jax.numpy as jnp
+
+    @jax.jit
+    def block(h, w1, b1, w2):
+        return h + 0.5 * (jnp.tanh(h @ w1 + b1) @ w2)
+
+    def stack(x, params):
+        h = x
+        for i, (w1, b1, w2) in enumerate(params):
+            h = block(h, w1, b1, w2)
+            h = h * jax.lax.rsqrt((h * h).mean(-1, keepdims=True) + 1e-5)
+            if i == len(params) // 2:
+                h = h + jnp.log(jnp.exp(x))
+        return h, h.sum()
+
+    x = np.zeros((4, width), np.float32)
+    params = [(np.zeros((width, hidden), np.float32), np.zeros(hidden, np.float32),
+               np.zeros((hidden, width), np.float32)) for _ in range(layers)]
+    return hg.load(jax.jit(stack).lower(x, params).as_text())

@@ -110,14 +110,14 @@ def _rewrite(module, where, dialect_checks, quantized, lift_constants) -> Case:
     if quantized:
         # StableHLO's own lowering of quantized types to integer math, for both backends
         mlir.run_pipeline(module, "builtin.module(func.func(stablehlo-legalize-quant-to-math))")
-    _inline_calls(module, main)
+    mlir.inline_calls(main.regions[0].blocks[0], mlir.functions(module))
     found = _find_checks(main, dialect_checks, where)
     parallel = [op.operation for op in main.regions[0].blocks[0].operations
                 if mlir.call_target(op.operation) == files.RUN_PARALLEL]
     if parallel:
         return _replicated(module, main, parallel, found, where, ops, element_types)
     checks = _checks_to_results(main, found)
-    _drop_unused_functions(module, main)
+    mlir.drop_unused_functions(module, main)
     arguments = _lift_constants(main) if lift_constants else []
     return Case(Computation(module, where), arguments, checks, ops, element_types, quantized)
 
@@ -168,20 +168,6 @@ def _element_name(t) -> str | None:
         return inner
 
 
-def _inline_calls(module: ir.Module, main: ir.Operation) -> None:
-    table = mlir.functions(module)
-    block = main.regions[0].blocks[0]
-    for _ in range(64):  # callees may call functions in turn
-        calls = [op.operation for op in block.operations if op.operation.name == "func.call"]
-        if not calls:
-            return
-        for call in calls:
-            callee = table[ir.FlatSymbolRefAttr(call.attributes["callee"]).value]
-            values = mlir.inline_call(callee, call.operands, ir.InsertionPoint(call),
-                                      call.location)
-            for old, new in zip(call.results, values):
-                old.replace_all_uses_with(new)
-            call.erase()
 
 
 def _find_checks(main: ir.Operation, dialect_checks: list, where: str) -> list:
@@ -273,8 +259,8 @@ def _replicated(module, main, parallel, found, where, ops, element_types) -> Cas
     program.attributes["sym_name"] = ir.StringAttr.get("main")
     if "sym_visibility" in program.attributes:
         del program.attributes["sym_visibility"]
-    _inline_calls(module, program)
-    _drop_unused_functions(module, program)
+    mlir.inline_calls(program.regions[0].blocks[0], mlir.functions(module))
+    mlir.drop_unused_functions(module, program)
     return Case(Computation(module, where), per_replica, checks, ops, element_types,
                 replicated=Replicated(len(grid), actual, expected))
 
@@ -290,43 +276,6 @@ def _constant_value(value, where: str, what: str) -> np.ndarray:
     if array is None:
         raise UnsupportedError(f"{where}: {what} is not a constant this runner can read")
     return array
-
-
-# Attributes that name functions. Only these are read: reading every attribute from
-# Python reads complex constants too, which ends the process.
-_SYMBOL_ATTRIBUTES = ("callee", "decomposition", "called_computations", "programs")
-
-
-def _symbols(attr: ir.Attribute) -> list:
-    """Symbol names an attribute refers to (a callee, a decomposition, nested in lists)."""
-    if isinstance(attr, ir.FlatSymbolRefAttr):
-        return [attr.value]
-    if isinstance(attr, ir.ArrayAttr):
-        return [name for a in attr for name in _symbols(a)]
-    return []
-
-
-def _drop_unused_functions(module: ir.Module, main: ir.Operation) -> None:
-    """Erases the functions main does not refer to, directly or through others."""
-    functions = mlir.functions(module)
-    used, todo = set(), [main]
-    while todo:
-        names = []
-
-        def visit(op):
-            for name in _SYMBOL_ATTRIBUTES:
-                if name in op.attributes:
-                    names.extend(_symbols(op.attributes[name]))
-            return ir.WalkResult.ADVANCE
-
-        todo.pop().walk(visit)
-        for name in names:
-            if name in functions and name not in used:
-                used.add(name)
-                todo.append(functions[name])
-    for name, op in functions.items():
-        if op != main and name not in used:
-            op.erase()
 
 
 def _lift_constants(main: ir.Operation) -> list:

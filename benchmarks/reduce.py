@@ -1,0 +1,47 @@
+"""Reducing a divergence (hlogen.differential.reduce), in one process.
+
+A jax program of about 1,000 ops as jax lowers it (tests.helpers.residual_stack: 66
+residual blocks, each a call of a jitted function, with an RMS norm after each, and
+log(exp(x)) at the middle layer), reduced while XLA CPU and the reference interpreter
+disagree on inputs of 100 (tests.helpers.results_differ). Target: at most 2 minutes on
+this machine's 2 cores. The reference, in the same process: one judgment of the
+original (PJRT compile and run, and the interpreter), which every candidate pays for on
+its own, smaller module.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+
+from _timing import machine  # noqa: E402
+from hlogen.differential import op_count, reduce  # noqa: E402
+from tests.helpers import residual_stack, results_differ  # noqa: E402
+
+LAYERS = 66
+
+
+def main():
+    comp = residual_stack(LAYERS)
+    start = time.perf_counter()
+    assert results_differ(comp)
+    judged = time.perf_counter() - start
+    start = time.perf_counter()
+    reduced = reduce(comp, results_differ)
+    seconds = time.perf_counter() - start
+    assert reduced.op_count <= 4 and not reduced.timed_out
+    print(f"## reduce: a divergence in a {op_count(comp)}-op jax program ({machine()})\n")
+    print("| what | time | |")
+    print("| --- | --- | --- |")
+    print(f"| one judgment of the original (compile, run, interpret) | {judged:.2f} s | |")
+    print(f"| reduce, to {reduced.op_count} ops | {seconds:.1f} s | {reduced.tried} candidates "
+          f"judged, {reduced.accepted} accepted |")
+    print(f"\nreduce / one judgment of the original: {seconds / judged:.1f}x; "
+          f"{seconds:.1f} s (target <= 120 s)")
+
+
+if __name__ == "__main__":
+    main()
