@@ -297,9 +297,10 @@ _VALUE_HELP = ("2x3xf32=1,2,3,4,5,6, \"2x3xf32=[1 2 3][4 5 6]\", 2x3xf32=0 (a sp
 @click.option("-v", "--verbose", is_flag=True,
               help="Report compile time and what the executable cache did (stderr).")
 @click.option("--profile", metavar="DIR", type=click.Path(file_okay=False),
-              help="Trace the compile and the runs with jax's profiler into DIR (a Perfetto "
-                   "trace and TensorBoard's XPlane) and print the top ops or fusions by time, "
-                   "with their share (stderr).")
+              help="Trace the compile and the runs with jax's profiler into DIR (made if "
+                   "missing, in a folder that exists: a Perfetto trace and TensorBoard's "
+                   "XPlane) and print the top ops or fusions by time, with their share "
+                   "(stderr).")
 @reports_errors
 def run(file, function_name, **options):
     """Compile and run a computation and print its results.

@@ -49,7 +49,7 @@ class Output:
             raise self._error(f"no such file in {_PROC} (files cannot be made there)")
         if found is not None and stat.S_ISREG(found.st_mode):
             for name in inputs:
-                given = os.fstat(0) if name == "-" else _stat(name)
+                given = _stat(0 if name == "-" else name)  # (0: standard input)
                 if given is not None and os.path.samestat(found, given):
                     which = "one of the command's inputs" if name == self.text else \
                         f"the same file as the input {'<stdin>' if name == '-' else name}"
@@ -60,9 +60,9 @@ class Output:
         if force is False and found is not None:
             raise InputError(f"{self.text} exists: hlogen does not overwrite files; pass "
                              f"--force to allow it (or choose another {option})")
-        target_folder = os.path.dirname(self._target)
-        if not os.access(target_folder, os.W_OK):
-            raise self._error(f"cannot write in {target_folder}: {_why_not_writable(target_folder)}")
+        where = os.path.dirname(self._target)
+        if not os.access(where, os.W_OK):
+            raise self._error(f"cannot write in {where}: {_why_not_writable(where)}")
 
     def __str__(self) -> str:
         return self.text
@@ -73,7 +73,7 @@ class Output:
     def write(self, data: bytes) -> None:
         """Writes `data`: in place, or replacing the file at once (see the module)."""
         try:
-            if self._in_place:
+            if self._in_place:  # (appended: /dev/stdout may be a file opened with >>)
                 fd = os.open(self._target, os.O_WRONLY | os.O_APPEND)
                 with os.fdopen(fd, "wb") as f:
                     f.write(data)
