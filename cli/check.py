@@ -6,9 +6,10 @@ import sys
 import click
 
 from hlogen import conformance
-from hlogen.conformance import report
+from hlogen.conformance import files as conformance_files, report
 from hlogen.conformance.sample import stratified
 from hlogen.errors import HlogenError
+from hlogen.files import Output
 from hlogen_cli.main import reports_errors
 from hlogen_cli.progress import Progress
 
@@ -52,6 +53,10 @@ def check(paths, backend, jobs, timeout, batch, junit_path, json_path, known_pat
         raise HlogenError("--backend gpu: no GPU is available here (hlogen devices lists them)")
     if sample:
         paths = stratified(paths)
+    read = [*conformance_files.discover(paths), *known_paths]
+    reports = [(Output(path, option, inputs=read), form) for path, option, form in
+               ((junit_path, "--junit", report.junit), (json_path, "--json", report.json_lines))
+               if path]
     progress = _Progress(quiet)
     result = conformance.run(paths, backends, jobs=jobs, timeout=timeout, known_lists=known_paths,
                              use_default_known=not no_default_known, on_record=progress,
@@ -62,10 +67,8 @@ def check(paths, backend, jobs, timeout, batch, junit_path, json_path, known_pat
         for r in result.records:
             if r.get("explain"):
                 click.echo(f"{r['file']}#{r['module']} ({r['backend']}): {r['explain']}")
-    if junit_path:
-        report.write_junit(result, junit_path)
-    if json_path:
-        report.write_json(result, json_path)
+    for output, form in reports:
+        output.write(form(result))
     sys.exit(1 if result.failed else 0)
 
 

@@ -11,7 +11,7 @@ import numpy as np
 import hlogen as hg
 from hlogen import types as T
 from hlogen.errors import InputError
-from hlogen_cli import outputs
+from hlogen.files import Output
 
 
 def shape_of(array) -> str:
@@ -54,13 +54,13 @@ def check_expected_count(expected, result_leaves) -> None:
                          f"value(s)")
 
 
-def output_plan(specs, n_results: int):
-    """('npz', path) or ('npy', [path or None per result]) or None, checked before running
-    (outputs.py's rule: folders that exist)."""
+def output_plan(specs, read: list):
+    """('npz', Output) or ('npy', [Output or None per result]) or None, checked before
+    anything is read (hlogen.files' rules; never one of the files `read`)."""
     if not specs:
         return None
     if len(specs) == 1 and specs[0].endswith(".npz") and not specs[0].startswith("@"):
-        return ("npz", outputs.checked(specs[0], "--output"))
+        return ("npz", Output(specs[0], "--output", inputs=read))
     paths = []
     for spec in specs:
         if spec == "-":
@@ -69,13 +69,17 @@ def output_plan(specs, n_results: int):
             raise InputError("--output @-: the results are printed on standard output already; "
                              "save them to files (@out.npy, out.npz), or give - to skip one")
         elif spec.startswith("@") and len(spec) > 1:
-            paths.append(outputs.checked(spec[1:], "--output"))
+            paths.append(Output(spec[1:], "--output", inputs=read))
         else:
             raise InputError(f"--output {spec!r}: use out.npz (every result), or one @out.npy per "
                              f"result (- skips one)")
-    if len(paths) > n_results:
-        raise InputError(f"--output: {len(paths)} given, the computation has {n_results} result(s)")
     return ("npy", paths)
+
+
+def check_output_count(plan, n_results: int) -> None:
+    if plan and plan[0] == "npy" and len(plan[1]) > n_results:
+        raise InputError(f"--output: {len(plan[1])} given, the computation has {n_results} "
+                         f"result(s)")
 
 
 def save_outputs(plan, flat, replicas: list[int] | None = None) -> None:
@@ -90,14 +94,14 @@ def save_outputs(plan, flat, replicas: list[int] | None = None) -> None:
     buffer = io.BytesIO()
     if kind == "npz":
         np.savez(buffer, **{f"result_{i}": a for i, a in enumerate(flat)})
-        outputs.write(where, buffer.getvalue())
+        where.write(buffer.getvalue())
         click.echo(f"saved {len(flat)} result(s){of} to {where}", err=True)
         return
     for i, path in enumerate(where):
         if path is not None:
             buffer = io.BytesIO()
             np.save(buffer, flat[i])
-            outputs.write(path, buffer.getvalue())
+            path.write(buffer.getvalue())
             click.echo(f"saved result[{i}]{of} to {path}", err=True)
 
 

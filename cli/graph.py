@@ -17,7 +17,8 @@ import click
 from hlogen import drawing
 from hlogen import graph as graphs
 from hlogen.errors import InputError, UnsupportedError
-from hlogen_cli import completion, isolation, outputs, sources
+from hlogen.files import Output
+from hlogen_cli import completion, isolation, sources
 from hlogen_cli.reporting import DEBUG, reports_errors
 
 
@@ -44,7 +45,7 @@ def graph(file, function_name, optimized, backend, output):
     of @hg.function definitions. One node per op with its shape and source line;
     regions (loop bodies, branches, reducers) as clusters."""
     drawing.check_output(output)
-    outputs.checked(output, "-o")
+    checked = Output(output, "-o", inputs=[file])  # before any work
     if optimized:
         code = isolation.run_in_child("graph:draw_optimized",
                                       {"file": file, "function_name": function_name,
@@ -54,7 +55,7 @@ def graph(file, function_name, optimized, backend, output):
             raise SystemExit(code)
         return
     comp = sources.computation_from(file, function_name)
-    _write(graphs.of(comp), output, comp.signature())
+    _write(graphs.of(comp), checked, comp.signature())
 
 
 def draw_optimized(file: str, function_name: str | None, backend: str | None, output: str) -> None:
@@ -66,11 +67,12 @@ def draw_optimized(file: str, function_name: str | None, backend: str | None, ou
     exe = pjrt.compile(comp, backend)
     graph = inspection.optimized_graph(exe)
     dot = None if drawing.check_output(output) in drawing.HTML else inspection.xla_dot(exe)
-    _write(graph, output, f"{comp.signature()} on {exe.backend}", dot)
+    _write(graph, Output(output, "-o", inputs=[file]), f"{comp.signature()} on {exe.backend}",
+           dot)
 
 
-def _write(graph, output: str, subtitle: str, dot: str | None = None) -> None:
-    outputs.write(output, drawing.render(graph, output, subtitle, dot).encode())
+def _write(graph, output: Output, subtitle: str, dot: str | None = None) -> None:
+    output.write(drawing.render(graph, str(output), subtitle, dot).encode())
     if dot is not None:
         click.echo(f"{output}: XLA's own rendering of {graph.title}")
         return

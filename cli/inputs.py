@@ -25,7 +25,7 @@ import ml_dtypes
 import numpy as np
 
 import hlogen as hg
-from hlogen import types as T
+from hlogen import preflight, types as T
 from hlogen.errors import InputError, ShapeError
 
 _LITERAL = re.compile(r"^(?:(\d+(?:x\d+)*)x)?([A-Za-z][A-Za-z0-9]*)=(.*)$", re.S)
@@ -52,9 +52,9 @@ def parse_literal(text: str) -> np.ndarray:
                          f"@file.npy or file.npz")
     dims = tuple(int(d) for d in m.group(1).split("x")) if m.group(1) else ()
     et = element_type_named(m.group(2))
-    size = int(np.prod(dims, dtype=np.int64))
+    size = _size(text, et, dims)
     if m.group(3).startswith("@"):
-        return _raw_file(text, m.group(3)[1:], et, dims)
+        return _raw_file(text, m.group(3)[1:], et, dims, size)
     raw = _values(text, m.group(3))
     try:  # each value is read first: a typo is named, not counted
         values = [_number(v, et) for v in raw]
@@ -68,6 +68,21 @@ def parse_literal(text: str) -> np.ndarray:
     except ShapeError as e:  # its message starts with the --input already
         raise InputError(str(e)) from None
     return np.broadcast_to(array.reshape(()), dims).copy() if len(raw) == 1 else array.reshape(dims)
+
+
+def _size(text: str, et, dims: tuple) -> int:
+    """The number of elements of a literal's shape, refused before anything is allocated
+    when it does not fit in 64 bits or in this machine's memory."""
+    try:
+        shape = hg.Shape(et, dims)
+    except ShapeError as e:
+        raise InputError(f"--input {text!r}: {e}") from None
+    need, memory = shape.size * et.dtype.itemsize, preflight.physical_memory()
+    if need > memory:
+        raise InputError(f"--input {text!r}: {shape} needs {need} bytes "
+                         f"({need / 2**30:.1f} GiB), more than this machine's memory "
+                         f"({memory / 2**30:.1f} GiB)")
+    return shape.size
 
 
 def _values(text: str, body: str) -> list[str]:
@@ -91,9 +106,8 @@ def _read(path: str, what: str) -> bytes:
         raise InputError(f"{what}: cannot read {path}: {e.strerror}") from None
 
 
-def _raw_file(text: str, path: str, et, dims) -> np.ndarray:
+def _raw_file(text: str, path: str, et, dims, size: int) -> np.ndarray:
     data = _read(path, f"--input {text!r}")
-    size = int(np.prod(dims, dtype=np.int64))
     if len(data) != size * et.dtype.itemsize:
         raise InputError(f"--input {text!r}: {hg.Shape(et, dims)} is {size * et.dtype.itemsize} "
                          f"bytes, {path} has {len(data)}")
@@ -131,6 +145,18 @@ def _number(text: str, et):
         raise ValueError(f"{text!r} is out of range of {et.name} (its largest finite value is "
                          f"{largest:g})")
     return value
+
+
+def files_named(specs) -> list[str]:
+    """The files that --input (and --expected-output) values read, in the forms above."""
+    found = []
+    for spec in specs:
+        m = _LITERAL.match(spec.strip())
+        if spec.startswith("@") or (spec.endswith(".npz") and "=" not in spec):
+            found.append(spec.removeprefix("@"))
+        elif m and m.group(3).startswith("@"):
+            found.append(m.group(3)[1:])
+    return found
 
 
 def load_inputs(specs, names, shapes, option: str = "--input") -> list[np.ndarray]:

@@ -21,7 +21,12 @@ this process only watches it:
   line when its standard error is a terminal;
 - it reports the child's death as "XLA/the interpreter aborted (SIGABRT) while
   running FILE", exit status 1 (the child leaves no core file), and kills a child
-  still working at the deadline (`hlogen run --timeout`), exit status 1 too.
+  still working at the deadline (`hlogen run --timeout`), exit status 1 too;
+- it kills the child when it is stopped itself (an exception, or Ctrl-C, SIGTERM,
+  SIGHUP: reporting.stopped_by_signals), and the child ends with it even when it is
+  killed outright (hlogen.native.end_with_parent);
+- /dev/stdout, /dev/stderr and /dev/stdin in the arguments are this process's streams:
+  the child gets them as /dev/fd/N (its own go elsewhere).
 
 When its work is done, the child tells its exit status and leaves without tearing jax
 down, except in jax's distributed runtime, whose shutdown is a barrier of every
@@ -59,6 +64,10 @@ _STDOUT, _STDERR, _STATUS, _DONE = b"o", b"e", b"s", b"d"
 _CHILD = ("import sys; sys.path[:] = [p for p in sys.path if p]; "
           "from hlogen_cli import isolation; isolation.child(sys.argv[1])")
 _FD_PATH = re.compile(r"/(?:dev|proc/self)/fd/(\d+)")  # what process substitution passes
+# /dev/stdout in an argument means this process's standard output, not the child's (which
+# goes to the file of what native code prints): the child gets /dev/fd/N of a copy
+_STANDARD_PATH = re.compile(r"/dev/std(in|out|err)\b")
+_STANDARD_STREAMS = {"in": 0, "out": 1, "err": 2}
 
 
 def run_in_child(work: str, arguments: dict, file: str, timeout: float | None = None,
@@ -78,10 +87,12 @@ class _Watch:
         self._stderr = tempfile.TemporaryFile()  # what native code prints
         self._pipe, child_end = os.pipe()
         config = {"work": work, "arguments": arguments, "debug": debug,
-                  "distributed": distributed, "pipe": child_end}
+                  "distributed": distributed, "pipe": child_end, "parent": os.getpid()}
         env = dict(os.environ)
         env.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
         text = json.dumps(config)
+        copies = {n: os.dup(_STANDARD_STREAMS[n]) for n in set(_STANDARD_PATH.findall(text))}
+        text = _STANDARD_PATH.sub(lambda m: f"/dev/fd/{copies[m.group(1)]}", text)
         reads_stdin = arguments.get("file") == "-"
         try:
             self._proc = subprocess.Popen(
@@ -89,7 +100,8 @@ class _Watch:
                 stdin=None if reads_stdin else subprocess.DEVNULL, stdout=self._stderr,
                 stderr=self._stderr, env=env, pass_fds=[child_end, *_open_fds_named(text)])
         finally:
-            os.close(child_end)
+            for fd in [child_end, *copies.values()]:
+                os.close(fd)
         self._received = b""
         self._decoders = {tag: codecs.getincrementaldecoder("utf-8")("replace")
                           for tag in (_STDOUT, _STDERR)}
@@ -280,6 +292,9 @@ def child(argument: str) -> None:
     """The child's whole life: `argument` is the JSON config the parent made."""
     global _pipe
     config = json.loads(argument)
+    # here, not at the top: the parent's start-up imports no hlogen (the child's work does)
+    from hlogen import native
+    native.end_with_parent(config["parent"])
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a native abort leaves no core file
     _pipe = config["pipe"]
     sys.stdout, sys.stderr = _stream(_STDOUT), _stream(_STDERR)

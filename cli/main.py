@@ -2,7 +2,8 @@
 
 Exit codes: 0 success, 1 a run or check failed (a native abort while running
 included: see isolation.py), 2 bad input (the message names the file, line and
-column, or the argument). `hlogen --debug COMMAND` shows tracebacks; nothing else does.
+column, or the argument), 128 + N when signal N stopped it (130 Ctrl-C, 143 SIGTERM,
+129 SIGHUP; reporting.py). `hlogen --debug COMMAND` shows tracebacks; nothing else does.
 
 Imports are lazy: `hlogen --help` and the commands that need no backend (emit, opt,
 cache, samples show) never import jax; run and compile import it in their child.
@@ -19,7 +20,7 @@ import click
 from hlogen_cli import completion, isolation
 from hlogen_cli.options import RunOptions
 from hlogen_cli.progress import Progress
-from hlogen_cli.reporting import DEBUG, reports_errors
+from hlogen_cli.reporting import DEBUG, reports_errors, stopped_by_signals
 
 FORMATS = {"text": ".mlir", "bytecode": ".mlirbc", "portable": ".portable.mlirbc"}
 
@@ -35,6 +36,10 @@ class _Group(click.Group):
                        "Draw a module as a graph: DOT, SVG or one HTML page."),
              "view": ("hlogen_cli.graph", "view",
                       "Open a module in Model Explorer (the extra hlogen[view]).")}
+
+    def main(self, *args, **kwargs):
+        with stopped_by_signals():  # a signal kills the children and exits 128 + its number
+            return super().main(*args, **kwargs)
 
     def list_commands(self, ctx):
         return [*self.commands, *[n for n in self._LAZY if n not in self.commands]]
@@ -67,7 +72,8 @@ def main(debug):
     artifacts, run pass pipelines, compile them with XLA and run them with jaxlib's
     PJRT client or the StableHLO reference interpreter.
 
-    Exit status: 0 success, 1 a run or check failed, 2 bad input.
+    Exit status: 0 success, 1 a run or check failed, 2 bad input, 130 after Ctrl-C
+    (143 SIGTERM, 129 SIGHUP).
     Shell completion: eval "$(hlogen completion bash)" (or zsh, fish).
     """
     DEBUG["on"] = debug or bool(os.environ.get("HLOGEN_DEBUG"))  # per call (tests call main)
@@ -100,7 +106,7 @@ def emit(files, function_name, output, fmt, target_version, pipeline, force):
     # here, not at the top: start-up (`hlogen --help` and run's parent need no hlogen)
     import hlogen as hg
     from hlogen.errors import HlogenError  # (start-up, as above)
-    from hlogen_cli import outputs, sources  # (start-up, as above: they import hlogen)
+    from hlogen_cli import sources  # (start-up, as above: it imports hlogen)
     if target_version and fmt != "portable":
         raise HlogenError("--target-version applies to --format portable only")
     if function_name is not None and len(files) > 1:
@@ -124,9 +130,10 @@ def emit(files, function_name, output, fmt, target_version, pipeline, force):
         for _, _, fn in functions:  # the error of a function that cannot be traced,
             fn.computation  # raised before anything is written
     names = [name for _, name, _ in functions]
-    paths = [] if output == "-" else _emit_paths(output, names, what, FORMATS[fmt], force)
-    for path in dict.fromkeys(paths):  # refused before anything is written
-        sharing = [f"{file}:{name}" for (file, name, _), p in zip(functions, paths) if p == path]
+    paths = [] if output == "-" else _emit_paths(output, names, what, FORMATS[fmt], force, files)
+    for path in dict.fromkeys(map(str, paths)):  # refused before anything is written
+        sharing = [f"{file}:{name}" for (file, name, _), p in zip(functions, paths)
+                   if str(p) == path]
         if len(sharing) > 1:
             raise HlogenError(f"{', '.join(sharing)} would all be written to {path}: emit them "
                               f"one file at a time, to different -o directories")
@@ -139,7 +146,7 @@ def emit(files, function_name, output, fmt, target_version, pipeline, force):
             sys.stdout.buffer.write(data)
             sys.stdout.flush()
             continue
-        outputs.write(paths[k], data)
+        paths[k].write(data)
         click.echo(f"{paths[k]}: {comp.signature()}")
 
 
@@ -159,19 +166,20 @@ def _stdout_to_stderr():
         os.close(saved)
 
 
-def _emit_paths(output, names: list, what: str, suffix: str, force: bool) -> list:
-    """Where emit writes each function: -o FILE for one; NAME.SUFFIX in the folder -o
-    names (which must exist) for several, or in the current folder without -o."""
-    from hlogen_cli import outputs  # here, not at the top: start-up (it imports hlogen)
+def _emit_paths(output, names: list, what: str, suffix: str, force: bool, read) -> list:
+    """Where emit writes each function (hlogen.files.Output): -o FILE for one;
+    NAME.SUFFIX in the folder -o names (which must exist) for several, or in the current
+    folder without -o; never over one of the files `read`."""
+    from hlogen import files  # here, not at the top: start-up (it imports hlogen)
     if output is None:
-        return [outputs.checked(f"{name}{suffix}", "-o", force) for name in names]
+        return [files.Output(f"{name}{suffix}", "-o", force, read) for name in names]
     if len(names) > 1 or output.endswith(os.sep) or os.path.isdir(output):
         why = (f"{what} define{'s' if ' files' not in what else ''} {len(names)} functions, "
                f"each written to a file of its own in the folder -o names (or choose one with "
                f"--function)" if len(names) > 1 else "a name ending in / is a folder")
-        folder = outputs.folder(output, "-o", why)
-        return [outputs.checked(str(folder / f"{name}{suffix}"), "-o", force) for name in names]
-    return [outputs.checked(output, "-o", force)]
+        folder = files.folder(output, "-o", why)
+        return [files.Output(folder / f"{name}{suffix}", "-o", force, read) for name in names]
+    return [files.Output(output, "-o", force, read)]
 
 
 def _serialized(comp, fmt, target_version) -> bytes:
@@ -220,7 +228,8 @@ def opt(file, pipeline, mlir_pipeline, fmt, target_version, output, force, print
     # here, not at the top: start-up (`hlogen --help` and run's parent need no hlogen)
     from hlogen import passes
     from hlogen.errors import HlogenError  # (start-up, as above)
-    from hlogen_cli import outputs, sources  # (start-up, as above: they import hlogen)
+    from hlogen.files import Output  # (start-up, as above)
+    from hlogen_cli import sources  # (start-up, as above: it imports hlogen)
     if pipeline and mlir_pipeline:
         raise HlogenError("--pipeline and --mlir-pipeline: give one of them")
     if target_version and fmt != "portable":
@@ -230,7 +239,7 @@ def opt(file, pipeline, mlir_pipeline, fmt, target_version, output, force, print
                           f"'builtin.module(' (named pipelines go to --pipeline)")
     chosen = mlir_pipeline or pipeline or "default"
     passes.steps(chosen)  # a bad name is refused before standard input is read
-    path = outputs.checked(output, "-o", force) if output != "-" else None
+    path = Output(output, "-o", force, [file]) if output != "-" else None
     comp = sources.load_mlir(file)
     steps = passes.single_passes(chosen) if print_ir_after_all else [chosen]
     for name in steps:
@@ -242,7 +251,7 @@ def opt(file, pipeline, mlir_pipeline, fmt, target_version, output, force, print
         sys.stdout.buffer.write(data)
         sys.stdout.flush()
     else:
-        outputs.write(path, data)
+        path.write(data)
         click.echo(f"{output}: {comp.signature()}", err=True)
 
 
@@ -312,9 +321,10 @@ _VALUE_HELP = ("2x3xf32=1,2,3,4,5,6, \"2x3xf32=[1 2 3][4 5 6]\", 2x3xf32=0 (a sp
 @click.option("-v", "--verbose", is_flag=True,
               help="Report compile time and what the executable cache did (stderr).")
 @click.option("--profile", metavar="DIR", type=click.Path(file_okay=False),
-              help="Trace the compile and the runs with jax's profiler into DIR (a Perfetto "
-                   "trace and TensorBoard's XPlane) and print the top ops or fusions by time, "
-                   "with their share (stderr).")
+              help="Trace the compile and the runs with jax's profiler into DIR (made if "
+                   "missing, in a folder that exists: a Perfetto trace and TensorBoard's "
+                   "XPlane) and print the top ops or fusions by time, with their share "
+                   "(stderr).")
 @reports_errors
 def run(file, function_name, **options):
     """Compile and run a computation and print its results.

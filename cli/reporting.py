@@ -1,17 +1,55 @@
 """How a command's failure reaches the user: one paragraph and the contract's exit
 status (0 success, 1 a run or check failed, 2 bad input), a traceback only under
-`hlogen --debug`. The bottom of the command line's modules: the parent (main.py) and
-the child of run/compile (isolation.py) both report through it."""
+`hlogen --debug`; and how a signal ends a command (`stopped_by_signals`). The bottom of
+the command line's modules: the parent (main.py) and the child of run/compile
+(isolation.py) both report through it."""
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
+import signal
 import sys
+import threading
 import traceback
 
 import click
 
 DEBUG = {"on": bool(os.environ.get("HLOGEN_DEBUG"))}
+ENDING_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+class Stopped(BaseException):
+    """A signal of ENDING_SIGNALS arrived. Raised in the main thread (not an Exception:
+    nothing handles it on the way) so that every `with` and `finally` on the way out
+    runs: the child processes hlogen started are killed there."""
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def _stop(signum, frame):
+    for s in ENDING_SIGNALS:  # a second one must not cut the clean-up short
+        signal.signal(s, signal.SIG_IGN)
+    raise Stopped(signum)
+
+
+@contextlib.contextmanager
+def stopped_by_signals():
+    """Ctrl-C (SIGINT), SIGTERM and SIGHUP end the command as shells expect, with exit
+    status 128 + the signal's number (130, 143, 129), after the clean-up of Stopped."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # (signal handlers belong to the main thread: a caller of main in a thread)
+        return
+    before = {s: signal.signal(s, _stop) for s in ENDING_SIGNALS}
+    try:
+        yield
+    except Stopped as e:
+        sys.exit(128 + e.signum)
+    finally:
+        for s, handler in before.items():
+            signal.signal(s, handler)
 
 
 def reports_errors(command):

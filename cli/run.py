@@ -16,13 +16,14 @@ import click
 import numpy as np
 
 import hlogen as hg
+from hlogen import files
 from hlogen import types as T
 from hlogen.backends import Kind, get as declaration
 from hlogen.errors import ExecutionError, HlogenError, InputError, UnsupportedError
 from hlogen.runtime.arrays import flatten_arguments
 from hlogen.runtime.cache import ExecutableCache
-from hlogen_cli import compare, compiled as compiled_files, inputs, isolation, outputs, \
-    replicas, samples, sources
+from hlogen_cli import compare, compiled as compiled_files, inputs, isolation, replicas, \
+    samples, sources
 from hlogen_cli.options import RunOptions
 
 
@@ -31,11 +32,15 @@ def run(file: str, function_name: str | None, options: dict, default_inputs=None
     differs from the interpreter's or the expected one. `default_inputs(comp)`: the
     arguments when no --input is given (`hlogen samples run`)."""
     o = RunOptions(**options)
+    read = [file, *inputs.files_named([*o.input_specs, *o.expected_specs])]
+    plan = compare.output_plan(o.output_specs, read)
+    if o.profile:
+        files.folder(o.profile, "--profile", "the profile goes into a folder", made=True)
     comp, from_file = sources.module_source(file, function_name)
+    compare.check_output_count(plan, len(T.leaf_shapes(comp.result_shapes)))
     local = replicas.local_replicas(o.replicas, o.num_processes, o.process_id)
     per_replica_args = _arguments(comp, o, local, default_inputs)
     expected = _expected(comp, o, local)
-    plan = compare.output_plan(o.output_specs, len(T.leaf_shapes(comp.result_shapes)))
     if o.is_distributed:
         _join(o.join_arguments(isolation.elapsed()))
     backends = [o.backend or (from_file and from_file.backend)] + \
@@ -246,7 +251,7 @@ def _compared(got: list, want: list, local: list, o: RunOptions, prefix: str, ot
 def compile_module(file: str, function_name: str | None, backend: str | None, output: str | None,
                    hlo: bool, cost: bool, no_cache: bool, verbose: bool, memory: bool = False) -> None:
     """`hlogen compile`: XLA's optimized HLO, its cost analysis, a compiled file."""
-    path = outputs.checked(output, "-o") if output else None
+    path = files.Output(output, "-o", inputs=[file]) if output else None
     comp, from_file = sources.module_source(file, function_name)
     if from_file is not None:
         raise InputError(f"{from_file.where}: compiled already (hlogen run runs it; "
@@ -267,7 +272,7 @@ def compile_module(file: str, function_name: str | None, backend: str | None, ou
     if path:
         data = compiled_files.pack(comp, exe, done.serialized(), done.jaxlib_version,
                                    done.options)
-        outputs.write(path, data)
+        path.write(data)
         click.echo(f"{output}: compiled for {exe.backend} ({exe.device.device_kind}), "
                    f"{len(data)} bytes: hlogen run {output} runs it", err=True)
     if verbose:

@@ -84,9 +84,8 @@ def read_module(path: str) -> tuple[bytes, str]:
 
 
 def load_mlir(path: str) -> hg.Computation:
-    """A module from a file in any form hg.load reads, or from standard input for `-`.
-    For the commands that read in this process (opt): HLO is read by XLA in a child
-    process, whose parser ends the process on some malformed modules."""
+    """A module from a file in any form hg.load reads, or from standard input for `-`
+    (HLO read by XLA in a child process, as module_source does)."""
     data, where = read_module(path)
     return load_bytes(data, where, isolated=True, file=_regular_file(path))
 
@@ -108,7 +107,10 @@ def module_source(path: str, function: str | None):
             raise InputError(f"{where}: a compiled file runs the function it was compiled "
                              f"from ({found.computation.name}), not {function!r}")
         return found.computation, found
-    return with_entry(load_bytes(data, where, file=_regular_file(path)), function, where), None
+    # HLO is read by XLA in a child process (its parser ends the process on some
+    # malformed modules): bad input is exit 2, in every command
+    return with_entry(load_bytes(data, where, isolated=True, file=_regular_file(path)),
+                      function, where), None
 
 
 def _regular_file(path: str) -> str | None:

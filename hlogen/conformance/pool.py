@@ -6,7 +6,9 @@ named hlogen/, a numpy.py): started with `python -c`, which puts that folder fir
 sys.path, it takes it off before importing anything. A worker that dies (a native
 abort: SIGABRT, SIGSEGV, ...) or passes the time limit is recorded against the task it
 was running, with the signal and the last lines it wrote to stderr, and replaced by a
-fresh one; the run goes on.
+fresh one; the run goes on. The workers end with the run: killed when the caller is
+interrupted (a signal, an exception), and by the kernel when the caller's process dies
+(hlogen.native.end_with_parent).
 """
 from __future__ import annotations
 
@@ -24,7 +26,8 @@ import time
 from hlogen import backends, native
 
 _START_SECONDS = 120  # importing jax and starting XLA, on a loaded machine
-_WORKER = native.CHILD_PATH + "from hlogen.conformance import worker; worker.main()"
+_WORKER = native.CHILD_PATH + ("from hlogen.conformance import worker\n"
+                               "worker.main(int(sys.argv[1]))")  # the pool's process id
 
 
 def _environment() -> dict:
@@ -43,7 +46,7 @@ class Worker:
     def __init__(self):
         self.stderr = tempfile.TemporaryFile()
         self.process = subprocess.Popen(
-            [sys.executable, "-c", _WORKER], stdin=subprocess.PIPE,
+            [sys.executable, "-c", _WORKER, str(os.getpid())], stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=self.stderr, env=_environment())
         self._buffer = b""
         try:
@@ -138,11 +141,20 @@ def run_tasks(tasks: list, jobs: int, timeout: float, on_result, batch: int = 1)
         todo.put(t)
     lock = threading.Lock()
     failures: list = []
+    working: set = set()  # the live workers, which an interrupted caller kills
+    stopped = threading.Event()
+
+    def drain():
+        while True:
+            try:
+                todo.get_nowait()
+            except queue.Empty:
+                break
 
     def slot():
         worker = None
         try:
-            while True:
+            while not stopped.is_set():
                 try:
                     task = todo.get_nowait()
                 except queue.Empty:
@@ -150,7 +162,9 @@ def run_tasks(tasks: list, jobs: int, timeout: float, on_result, batch: int = 1)
                 if worker is None or not worker.alive:
                     if worker is not None:
                         worker.close()
+                        working.discard(worker)
                     worker = Worker()
+                    working.add(worker)
                 limit = timeout * (2 if "batch" in task else 1)
                 answer = worker.run(task, limit)
                 if "batch" in task and answer.get("status") in ("crash", "timeout"):
@@ -158,24 +172,30 @@ def run_tasks(tasks: list, jobs: int, timeout: float, on_result, batch: int = 1)
                         todo.put(t)
                     continue
                 with lock:
+                    if stopped.is_set():  # the caller has gone: nobody to tell
+                        return
                     for record in answer.get("records", [answer]):
                         on_result(record)
         except BaseException as e:  # the pool cannot work: stop the others too
             failures.append(e)
-            while True:
-                try:
-                    todo.get_nowait()
-                except queue.Empty:
-                    break
+            drain()
         finally:
             if worker is not None:
                 worker.close()
+                working.discard(worker)
 
     threads = [threading.Thread(target=slot, daemon=True)
                for _ in range(max(1, min(jobs, todo.qsize())))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    except BaseException:  # interrupted (a signal, Ctrl-C): no worker outlives the caller
+        stopped.set()
+        drain()
+        for worker in list(working):
+            worker.kill()
+        raise
     if failures:
         raise failures[0]

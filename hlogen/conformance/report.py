@@ -8,7 +8,6 @@ import statistics
 import xml.etree.ElementTree as ET
 
 from hlogen.conformance.check import FAILING, STATUSES, Run
-from hlogen.files import write_atomically
 
 
 def _name(record: dict) -> str:
@@ -87,14 +86,14 @@ def _why_not_judged(records: list, most: int = 10) -> list:
     return lines
 
 
-def write_json(run: Run, path: str) -> None:
-    text = "".join(json.dumps(r, default=str) + "\n" for r in run.records)
-    write_atomically(path, text.encode())
+def json_lines(run: Run) -> bytes:
+    """One JSON record per module run, a line each."""
+    return "".join(json.dumps(r, default=str) + "\n" for r in run.records).encode()
 
 
-def write_junit(run: Run, path: str) -> None:
-    """One testsuite per backend, one testcase per module: failures with their message;
-    known deviations, skipped and disabled modules as skipped with the reason."""
+def junit(run: Run) -> bytes:
+    """JUnit XML: one testsuite per backend, one testcase per module: failures with their
+    message; known deviations, skipped and disabled modules as skipped with the reason."""
     root = ET.Element("testsuites", name="hlogen check", time=f"{run.seconds:.3f}")
     by_backend: dict = collections.defaultdict(list)
     for r in run.records:
@@ -126,4 +125,4 @@ def write_junit(run: Run, path: str) -> None:
     if stale:
         out = ET.SubElement(root, "system-out")
         out.text = "\n".join(f"stale known deviation: {e.describe()}" for e in stale)
-    write_atomically(path, ET.tostring(root, encoding="utf-8", xml_declaration=True))
+    return ET.tostring(root, encoding="utf-8", xml_declaration=True)

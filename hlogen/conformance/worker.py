@@ -13,8 +13,13 @@ import os
 import resource
 import sys
 
+from hlogen import native
 
-def main() -> None:
+
+def main(parent: int) -> None:
+    """The worker's life; `parent`: the process id of the pool's process, with which it
+    ends."""
+    native.end_with_parent(parent)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a native abort leaves no core file
     answers = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)
@@ -42,4 +47,4 @@ def main() -> None:
 
 if __name__ == "__main__":
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    main()
+    main(os.getppid())

@@ -23,7 +23,7 @@ import json
 import os
 import pathlib
 
-from hlogen.files import write_atomically
+from hlogen.files import replace
 
 MAGIC = b"hlogen-executable 1\n"
 SUFFIX = ".hlx"
@@ -77,7 +77,8 @@ class ExecutableCache:
         """Writes an entry atomically; whether it was written (a cache that cannot be
         written is skipped: the run does not depend on it)."""
         try:
-            write_atomically(self._path(key), frame(MAGIC, dict(info, key=key), payload))
+            self.folder.mkdir(parents=True, exist_ok=True)  # hlogen's own folder
+            replace(self._path(key), frame(MAGIC, dict(info, key=key), payload))
             return True
         except OSError:
             return False
