@@ -34,9 +34,10 @@ def is_text(data: bytes) -> bool:
     return _HEADER.match(data[:4096]) is not None
 
 
-def _fields(data: bytes):
+def proto_fields(data: bytes):
     """(field number, wire type, value) of each field of a protobuf message; ValueError
-    where `data` is not one (the wire format: varints, 64-bit, length-delimited, 32-bit)."""
+    where `data` is not one (the wire format: varints, 64-bit, length-delimited, 32-bit).
+    (hlogen.runtime.xla_options reads XLA's DebugOptions descriptor with it too.)"""
     i, n = 0, len(data)
     while i < n:
         key, i = _varint(data, i)
@@ -78,11 +79,11 @@ def module_proto(data: bytes) -> bytes | None:
     if not data.startswith(b"\x0a"):  # both begin with field 1, length-delimited
         return None
     try:
-        fields = list(_fields(data))
+        fields = list(proto_fields(data))
         first = fields[0][2]
         # HloModuleProto's field 1 is its name; HloProto's is the module, a message
         # that itself begins with a name
-        if first.startswith(b"\x0a") and list(_fields(first)):
+        if first.startswith(b"\x0a") and list(proto_fields(first)):
             return first
         first.decode("utf-8")
     except (ValueError, UnicodeDecodeError, IndexError):

@@ -70,8 +70,10 @@ def join_distributed(coordinator: str, num_processes: int, process_id: int,
                                process_id=process_id, initialization_timeout=timeout_seconds)
 
 
-def _options(devices) -> "xla_client.CompileOptions":
+def _options(devices, xla_options: tuple = ()) -> "xla_client.CompileOptions":
     options = xla_client.CompileOptions()
+    # XLA's DebugOptions fields by name (hlogen.runtime.xla_options checked them)
+    options.env_option_overrides = list(xla_options)
     if len(devices) > 1:  # one replica per device, in the order given
         options.num_replicas = len(devices)
         options.device_assignment = xla_client.DeviceAssignment.create(
@@ -79,11 +81,12 @@ def _options(devices) -> "xla_client.CompileOptions":
     return options
 
 
-def compile(client, code: bytes, devices: list):
+def compile(client, code: bytes, devices: list, xla_options: tuple = ()):
     """A LoadedExecutable of StableHLO `code` (text or bytecode): one replica per device."""
     if client.platform == "cpu" and _LAPACK_TARGET in code:
         _initialize_lapack()
-    return client.compile_and_load(code, xla_client.DeviceList(tuple(devices)), _options(devices))
+    return client.compile_and_load(code, xla_client.DeviceList(tuple(devices)),
+                                   _options(devices, xla_options))
 
 
 # jaxlib's LAPACK targets are named lapack_<type><routine>_ffi; a module that names one
@@ -116,6 +119,12 @@ def hlo_to_stablehlo(proto: bytes) -> bytes:
     return _jax.mlir.hlo_to_stablehlo(proto)
 
 
+def stablehlo_to_hlo(code: bytes) -> bytes:
+    computation = _jax.mlir.mlir_module_to_xla_computation(code, use_tuple_args=False,
+                                                           return_tuple=False)
+    return computation.as_serialized_hlo_module_proto()
+
+
 def exported_parts(data: bytes) -> dict:
     """What hlogen needs of jax.export's serialized `Exported` (jax's own reader)."""
     exp = jax.export.deserialize(bytearray(data))
@@ -129,11 +138,13 @@ def exported_parts(data: bytes) -> dict:
     }
 
 
-def compile_options_key(devices: list) -> str:
-    """What the compile options are, for the key of the persistent cache."""
+def compile_options_key(devices: list, xla_options: tuple = ()) -> str:
+    """What the compile options are, for the key of the persistent cache (XLA_FLAGS too:
+    it changes what XLA compiles)."""
     options = _options(devices)
     return (f"replicas={options.num_replicas},partitions={options.num_partitions},"
-            f"devices={[d.id for d in devices] if len(devices) > 1 else ''}")
+            f"devices={[d.id for d in devices] if len(devices) > 1 else ''},"
+            f"xla_options={list(xla_options)},XLA_FLAGS={os.environ.get('XLA_FLAGS', '')}")
 
 
 def jaxlib_version() -> str:
@@ -145,13 +156,13 @@ def serialize(loaded) -> bytes:
     return loaded.client.serialize_executable(loaded)
 
 
-def deserialize(client, data: bytes, devices: list):
+def deserialize(client, data: bytes, devices: list, xla_options: tuple = ()):
     """A LoadedExecutable from `serialize`'s bytes. Only for bytes this process can trust:
     XLA's loader is not hardened against corrupt input (the cache checks a digest first)."""
     if client.platform == "cpu" and _LAPACK_TARGET in data:  # as for compile: a cached
         _initialize_lapack()  # executable calls the kernels as well (without them, SIGSEGV)
     return client.deserialize_executable(data, xla_client.DeviceList(tuple(devices)),
-                                         _options(devices))
+                                         _options(devices, xla_options))
 
 
 def optimized_hlo(loaded) -> str:
