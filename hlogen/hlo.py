@@ -233,8 +233,6 @@ except errors.HlogenError as e:
 sys.stdout.buffer.write(out)
 """
 _CHILD_SECONDS = 600
-# what XLA says when it ends the process
-_FATAL = re.compile(r"(Check failed: [^\n]*|LLVM ERROR: [^\n]*)")
 
 
 def _bytecode_in_child(data: bytes, kind: str, where: str) -> bytes:
@@ -248,7 +246,7 @@ def _bytecode_in_child(data: bytes, kind: str, where: str) -> bytes:
         kind_of_error, _, message = said.partition("\n")
         raise getattr(errors, kind_of_error, InputError)(message)
     if child.returncode < 0:
-        fatal = _FATAL.search(said)
+        fatal = native.FATAL.search(said)
         raise InputError(f"{where}: XLA's HLO reader ended the process on it "
                          f"({signal.Signals(-child.returncode).name}): "
                          f"{fatal.group(1) if fatal else 'a malformed module'}")

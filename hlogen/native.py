@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import select
 import signal
 import subprocess
@@ -42,6 +43,9 @@ def call(name: str, *args):
         raise RuntimeError(f"{NAMES[name]}: not registered (import hlogen, not hlogen.loading alone)")
     return function(*args)
 
+
+# what XLA says when it ends the process
+FATAL = re.compile(r"(Check failed: [^\n]*|LLVM ERROR: [^\n]*)")
 
 # what a child of hlogen runs first: `-c` puts the current folder ('') first on sys.path,
 # where a clone named hlogen/ or a numpy.py would be imported instead (python -P does
@@ -137,8 +141,11 @@ class Worker:
             how = (f"was killed by {signal.Signals(-code).name}" if code < 0
                    else f"exited with status {code}")
             tail = self.stderr_tail(offset)
+            self.stderr.seek(offset)
+            fatal = FATAL.search(self.stderr.read().decode(errors="replace"))
+            said = fatal.group(1) if fatal else tail
             return {**task, "status": "crash", "seconds": round(time.monotonic() - start, 6),
-                    "message": f"the worker {how} while running it" + (f": {tail}" if tail else "")}
+                    "message": f"the worker {how} while running it" + (f": {said}" if said else "")}
         if record is None:
             self.kill()
             tail = self.stderr_tail(offset)

@@ -71,7 +71,7 @@ class Verdict:
 
     def text(self) -> str:
         head = (f"{self.test} against {self.reference}: " if self.test else "") + \
-               f"{self.compiles} compiles ({self.pass_count} passes ran)"
+               f"{self.compiles} compiles, bisecting {self.pass_count} HLO passes"
         names = ", ".join(self.passes)
         said = {"hlo-pass": f"the divergence comes from HLO pass {names}: disabling it alone "
                             f"removes it" if len(self.passes) == 1 else

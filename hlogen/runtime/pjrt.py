@@ -173,8 +173,9 @@ class Executable:
             loaded = _jaxlib.compile(pjrt, prepared.computation.to_bytecode(), self.devices,
                                      self.xla_options)
         except _jaxlib.JaxRuntimeError as e:
-            error = UnsupportedError if str(e).startswith("UNIMPLEMENTED") else \
-                InputError if _BAD_OPTION in str(e) else ExecutionError
+            said = str(e)
+            error = (UnsupportedError if said.startswith("UNIMPLEMENTED") else
+                     InputError if any(w in said for w in _BAD_OPTION) else ExecutionError)
             raise error(f"{self.computation.name}: the {self.backend} backend cannot "
                         f"compile it: {e}") from None
         if key is not None:
