@@ -52,6 +52,9 @@ bench: $(STAMP)
 	$(PY) benchmarks/softmax.py
 	$(PY) benchmarks/linalg.py
 	$(PY) benchmarks/collectives.py
+	$(PY) benchmarks/random_inputs.py
+	$(PY) benchmarks/compare.py
+	$(PY) benchmarks/pass_bisection.py
 
 clean:
 	rm -rf $(VENV) out .pytest_cache .hypothesis *.egg-info

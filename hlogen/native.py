@@ -140,10 +140,7 @@ class Worker:
             code = self.process.wait()
             how = (f"was killed by {signal.Signals(-code).name}" if code < 0
                    else f"exited with status {code}")
-            tail = self.stderr_tail(offset)
-            self.stderr.seek(offset)
-            fatal = FATAL.search(self.stderr.read().decode(errors="replace"))
-            said = fatal.group(1) if fatal else tail
+            said = self._fatal(offset) or self.stderr_tail(offset)
             return {**task, "status": "crash", "seconds": round(time.monotonic() - start, 6),
                     "message": f"the worker {how} while running it" + (f": {said}" if said else "")}
         if record is None:
@@ -153,6 +150,12 @@ class Worker:
                     "message": f"did not finish in {timeout:g} s; the worker was killed"
                                + (f": {tail}" if tail else "")}
         return record
+
+    def _fatal(self, offset: int) -> str | None:
+        """What XLA said when it ended the process, in what it wrote since `offset`."""
+        self.stderr.seek(offset)
+        found = FATAL.search(self.stderr.read().decode(errors="replace"))
+        return found.group(1) if found else None
 
     def stderr_tail(self, offset: int, lines: int = 5) -> str:
         self.stderr.seek(offset)

@@ -192,6 +192,13 @@ def test_conflicting_constraints_are_refused():
     with pytest.raises(hg.InputError, match=r"parameter 'i' \(s32\[\]\) has conflicting "
                                             r"constraints: start index 0 of .*init value"):
         random_inputs(comp)
+    b = hg.Builder("sum_and_product")
+    x, init = b.parameter(hg.f32[5], "x"), b.parameter(hg.f32[()], "init")
+    comp = b.build(ops.reduce(x, init, lambda a, c: a + c, [0]),
+                   ops.reduce(x, init, lambda a, c: a * c, [0]))
+    with pytest.raises(hg.InputError, match="'init'") as raised:
+        random_inputs(comp)
+    assert "(zero)" in str(raised.value) and "(one)" in str(raised.value)
 
 
 def test_callees_are_followed():

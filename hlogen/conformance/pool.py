@@ -1,9 +1,9 @@
 """Worker processes that may die: a pool that runs tasks with a time limit each.
 
-Each worker slot is a thread that owns one worker process (hlogen.native.Worker running
-hlogen.conformance.worker), which imports what this installation holds whatever the current folder has (a clone
-named hlogen/, a numpy.py): started with `python -c`, which puts that folder first on
-sys.path, it takes it off before importing anything. A worker that dies (a native
+Each worker slot is a thread that owns one worker process (a hlogen.native.Worker
+running hlogen.conformance.worker), which imports what this installation holds whatever
+the current folder has (a clone named hlogen/, a numpy.py): started with `python -c`,
+which puts that folder first on sys.path, it takes it off before importing anything. A worker that dies (a native
 abort: SIGABRT, SIGSEGV, ...) or passes the time limit is recorded against the task it
 was running, with the signal and the last lines it wrote to stderr, and replaced by a
 fresh one; the run goes on.

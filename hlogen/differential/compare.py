@@ -76,7 +76,7 @@ class Side:
     def of(cls, spec, xla_options=None) -> "Side":
         """A Side from a Side, or a backend name ("hlo:cpu" for the route through HLO)."""
         if isinstance(spec, Side):
-            merged = {**dict(spec.xla_options), **dict(options_of.check(xla_options))}
+            merged = dict(spec.xla_options) | dict(options_of.check(xla_options))
             return dataclasses.replace(spec, xla_options=options_of.check(merged))
         if not isinstance(spec, str):
             raise InputError(f"a side is a backend name or a Side, got {spec!r}")
@@ -93,11 +93,12 @@ class Side:
         return f"{name} ({options_of.text(self.xla_options)})" if self.xla_options else name
 
     def module(self, computation: Computation) -> Computation:
+        """The module this side runs of `computation` (through HLO, or the same)."""
         return through_hlo(computation) if self.through_hlo else computation
 
-    def run(self, computation: Computation, inputs) -> list:
-        """Runs the module this side makes of `computation` (see `module`)."""
-        return run_on(self.backend, computation, inputs, self.xla_options)
+    def run(self, module: Computation, inputs) -> list:
+        """The result leaves of `module` (what `module()` made) on this side."""
+        return run_on(self.backend, module, inputs, self.xla_options)
 
     def to_json(self) -> dict:
         return {"backend": self.backend, "through_hlo": self.through_hlo,

@@ -57,6 +57,7 @@ class Need:
     sorted: bool = False
     unique: bool = False          # distinct index vectors (along `axis`)
     constant: str | None = None   # an init value: "zero", "one", "ones", "lowest", "highest"
+    clash: bool = False           # init values of reducers with other identities
     distinct: bool = False        # sort keys
 
     @property
@@ -112,19 +113,15 @@ def _follow(value, path: tuple, axes: tuple, need: Need, functions: dict, where:
             continue
         seen.add(key)
         name = op.name
-        if path:  # inside a tuple: only tuple plumbing reaches the leaf
-            if name == "stablehlo.get_tuple_element" and \
-                    mlir.int_attribute(op, "index") == path[0]:
+        if name == "stablehlo.get_tuple_element":
+            if path and mlir.int_attribute(op, "index") == path[0]:
                 _follow(op.results[0], path[1:], axes, need, functions, where, seen)
-            elif name == "stablehlo.tuple":
-                _follow(op.results[0], (k,) + path, axes, need, functions, where, seen)
-            elif name in ("func.call", "stablehlo.optimization_barrier"):
-                _into(op, k, path, axes, need, functions, where, seen)
-            continue
-        if name == "stablehlo.tuple":
-            _follow(op.results[0], (k,), axes, need, functions, where, seen)
+        elif name == "stablehlo.tuple":
+            _follow(op.results[0], (k,) + path, axes, need, functions, where, seen)
         elif name in ("func.call", "stablehlo.optimization_barrier"):
             _into(op, k, path, axes, need, functions, where, seen)
+        elif path:  # other uses of a tuple do not reach the leaf
+            continue
         elif name in _PASS_THROUGH and not (name == "stablehlo.select" and k == 0):
             _follow(op.results[0], (), _moved(op, axes), need, functions, where, seen)
         else:
@@ -239,9 +236,7 @@ def _init(need: Need, region, j: int, n: int, what: str) -> None:
         if producer.name in _IDENTITY and args == [j, j + n]:
             identity = _IDENTITY[producer.name]
     need.uses.append(("constant", what + (f" ({identity})" if identity else "")))
-    if identity is not None and need.constant not in (None, identity):
-        raise InputError(f"{what}: the same value is the init value of reducers with "
-                         f"identities {need.constant} and {identity}")
+    need.clash |= identity is not None and need.constant not in (None, identity)
     need.constant = need.constant or identity
 
 
@@ -287,7 +282,7 @@ def _rebuild(shape, leaves):
 
 
 def _leaf(rng, shape: T.Shape, need: Need | None, large_range: bool, name: str) -> np.ndarray:
-    if need is not None and len(need.kinds) > 1:
+    if need is not None and (len(need.kinds) > 1 or need.clash):
         raise InputError(f"parameter {name!r} ({shape}) has conflicting constraints: "
                          f"{need.describe()}")
     et, dims = shape.element_type, shape.dimensions

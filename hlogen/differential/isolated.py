@@ -44,7 +44,10 @@ class IsolatedRunner:
         if self._worker is None or not self._worker.alive:
             if self._worker is not None:
                 self._worker.close()
-            self._worker = native.Worker(_SERVE)
+            try:
+                self._worker = native.Worker(_SERVE)
+            except RuntimeError as e:  # it died or hung while starting
+                raise ExecutionError(f"{self.name}: {e}") from None
         self.runs += 1
         out = os.path.join(self._folder.name, f"results{self.runs}.pickle")
         answer = self._worker.run({"module": self._module, "inputs": self._inputs,

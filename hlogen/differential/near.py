@@ -135,8 +135,7 @@ def ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     if np.any(opposite):  # |ka| + |kb| can overflow int64: counted in floats, clipped
         wide = np.abs(ka).astype(np.float64) + np.abs(kb).astype(np.float64)
         d = np.where(opposite, np.minimum(wide, float(2 ** 62)).astype(np.int64), d)
-    na, nb = np.isnan(a.astype(np.float32) if a.dtype.itemsize < 4 else a), \
-        np.isnan(b.astype(np.float32) if b.dtype.itemsize < 4 else b)
+    na, nb = _isnan(a), _isnan(b)
     d = np.where(na & nb, 0, np.where(na | nb, _HUGE, d))
     return d
 

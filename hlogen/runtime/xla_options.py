@@ -94,8 +94,8 @@ def _read_fields(descriptor: bytes) -> dict[str, Field]:
         if number == 4:
             fields_of = [(n, v) for n, _, v in proto_fields(value)]
             name = next(v for n, v in fields_of if n == 1).decode()
-            enums[name] = tuple((dict(_scalars(v))[1].decode(), dict(_scalars(v)).get(2, 0))
-                                for n, v in fields_of if n == 2)
+            values = [dict(_scalars(v)) for n, v in fields_of if n == 2]
+            enums[name] = tuple((value[1].decode(), value.get(2, 0)) for value in values)
     found = {}
     for number, value in parts:
         if number != 2:  # fields are field 2 (FieldDescriptorProto)
@@ -186,22 +186,16 @@ def _one(field: Field, value):
         if text is not None and text.lower() in _TRUE + _FALSE:
             return text.lower() in _TRUE
         raise wrong
-    if field.kind == "int":
-        try:
-            number = int(text if text is not None else value) \
-                if not isinstance(value, (bool, float)) else None
-        except (TypeError, ValueError):
-            number = None
-        if number is None or not field.low <= number <= field.high:
+    if field.kind in ("int", "float"):
+        if isinstance(value, bool) or (field.kind == "int" and isinstance(value, float)):
             raise wrong
-        return number
-    if field.kind == "float":
         try:
-            if isinstance(value, bool):
-                raise TypeError
-            return float(text if text is not None else value)
+            number = (int if field.kind == "int" else float)(text if text is not None else value)
         except (TypeError, ValueError):
             raise wrong from None
+        if field.kind == "int" and not field.low <= number <= field.high:
+            raise wrong
+        return number
     if field.kind == "enum":
         names = dict(field.values)
         if text is not None and (not names or text in names):
