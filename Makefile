@@ -55,6 +55,9 @@ bench: $(STAMP)
 	$(PY) benchmarks/xla_client.py
 	$(PY) benchmarks/generate.py
 	$(PY) benchmarks/reduce.py
+	$(PY) benchmarks/random_inputs.py
+	$(PY) benchmarks/compare.py
+	$(PY) benchmarks/pass_bisection.py
 
 clean:
 	rm -rf $(VENV) out .pytest_cache .hypothesis *.egg-info

@@ -19,9 +19,10 @@ import os
 # XLA's INFO log lines are noise for users; read when jaxlib first loads.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 
-from hlogen import distributed, graph, ops, passes  # noqa: E402  (graph: a Computation's notebook view)
+from hlogen import differential, distributed, graph, ops, passes  # noqa: E402  (graph: a Computation's notebook view)
 from hlogen.builder import Builder, Op  # noqa: E402
 from hlogen.computation import Computation  # noqa: E402
+from hlogen.differential import random_inputs, zero_inputs  # noqa: E402
 from hlogen.errors import ExecutionError, HlogenError, InputError, ShapeError, UnsupportedError  # noqa: E402
 from hlogen.runtime.custom_calls import register_custom_call  # noqa: E402
 from hlogen.function import Function, function  # noqa: E402
@@ -40,7 +41,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Builder", "Op", "Computation", "Function", "load", "compile", "interpret", "function",
-    "ops", "passes", "distributed", "graph", "HlogenError", "ShapeError", "InputError", "UnsupportedError",
+    "ops", "passes", "distributed", "graph", "differential", "random_inputs", "zero_inputs",
+    "HlogenError", "ShapeError", "InputError", "UnsupportedError",
     "ExecutionError", "ELEMENT_TYPES", "ElementType", "Shape", "TupleShape", "TokenShape",
     "element_type", "token", "tuple_shape", "ConvDimensionNumbers", "DotDimensionNumbers",
     "register_custom_call",

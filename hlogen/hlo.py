@@ -37,9 +37,10 @@ def is_text(data: bytes) -> bool:
     return _HEADER.match(data[:4096]) is not None
 
 
-def _fields(data: bytes):
+def proto_fields(data: bytes):
     """(field number, wire type, value) of each field of a protobuf message; ValueError
-    where `data` is not one (the wire format: varints, 64-bit, length-delimited, 32-bit)."""
+    where `data` is not one (the wire format: varints, 64-bit, length-delimited, 32-bit).
+    (hlogen.runtime.xla_options reads XLA's DebugOptions descriptor with it too.)"""
     i, n = 0, len(data)
     while i < n:
         key, i = _varint(data, i)
@@ -81,11 +82,11 @@ def module_proto(data: bytes) -> bytes | None:
     if not data.startswith(b"\x0a"):  # both begin with field 1, length-delimited
         return None
     try:
-        fields = list(_fields(data))
+        fields = list(proto_fields(data))
         first = fields[0][2]
         # HloModuleProto's field 1 is its name; HloProto's is the module, a message
         # that itself begins with a name
-        if first.startswith(b"\x0a") and list(_fields(first)):
+        if first.startswith(b"\x0a") and list(proto_fields(first)):
             return first
         first.decode("utf-8")
     except (ValueError, UnicodeDecodeError, IndexError):
@@ -334,8 +335,6 @@ except errors.HlogenError as e:
 sys.stdout.buffer.write(out)
 """
 _CHILD_SECONDS = 600
-# what XLA says when it ends the process
-_FATAL = re.compile(r"(Check failed: [^\n]*|LLVM ERROR: [^\n]*)")
 
 
 def _bytecode_in_child(data: bytes, kind: str, where: str) -> bytes:
@@ -349,7 +348,7 @@ def _bytecode_in_child(data: bytes, kind: str, where: str) -> bytes:
         kind_of_error, _, message = said.partition("\n")
         raise getattr(errors, kind_of_error, InputError)(message)
     if child.returncode < 0:
-        fatal = _FATAL.search(said)
+        fatal = native.FATAL.search(said)
         raise InputError(f"{where}: XLA's HLO reader ended the process on it "
                          f"({signal.Signals(-child.returncode).name}): "
                          f"{fatal.group(1) if fatal else 'a malformed module'}")

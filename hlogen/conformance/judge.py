@@ -15,6 +15,7 @@ import dataclasses
 import numpy as np
 
 from hlogen import types as T
+from hlogen.differential.near import ulp_distance
 
 
 @dataclasses.dataclass
@@ -123,42 +124,3 @@ def _max_ulp(got, want, bad, distance=None) -> int:
     if distance is None:
         distance = ulp_distance(got, want)
     return int(np.max(distance[bad]))
-
-
-_UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
-_HUGE = np.iinfo(np.int64).max
-
-
-def ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Units in the last place between floats of the same type (int64; NaN and NaN are 0
-    apart, NaN and a number as far as possible; -0 and +0 are 0 apart)."""
-    ka, kb = _ordered(a), _ordered(b)
-    opposite = (ka < 0) != (kb < 0)
-    with np.errstate(over="ignore"):
-        d = np.abs(ka - kb)
-    if np.any(opposite):  # |ka| + |kb| can overflow int64: counted in floats, clipped
-        wide = np.abs(ka).astype(np.float64) + np.abs(kb).astype(np.float64)
-        d = np.where(opposite, np.minimum(wide, float(2 ** 62)).astype(np.int64), d)
-    na, nb = np.isnan(a.astype(np.float32) if a.dtype.itemsize < 4 else a), \
-        np.isnan(b.astype(np.float32) if b.dtype.itemsize < 4 else b)
-    d = np.where(na & nb, 0, np.where(na | nb, _HUGE, d))
-    return d
-
-
-def _ordered(a: np.ndarray) -> np.ndarray:
-    """Signed integers that order like the floats `a`, with -0 and +0 equal."""
-    size = a.dtype.itemsize
-    bits = np.ascontiguousarray(a).view(_UINT[size]).astype(np.int64)
-    sign = np.int64(1) << (8 * size - 1)
-    if size == 8:  # the sign bit is int64's own
-        bits = np.ascontiguousarray(a).view(np.int64)
-        magnitude = bits & np.int64(_HUGE)
-        return np.where(bits < 0, -magnitude, magnitude)
-    et = T.element_type(a.dtype)
-    if et.bits < 8 * size:  # f4, f6: the bits a byte holds; their sign is the top one
-        bits &= (1 << et.bits) - 1
-        sign = np.int64(1) << (et.bits - 1)
-    if not et.has_sign:  # f8e8m0fnu: its bits order as its values
-        return bits
-    magnitude = bits & (sign - 1)
-    return np.where(bits & sign, -magnitude, magnitude)

@@ -10,20 +10,15 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import sys
 
 from hlogen import native
 
 
-def main(parent: int) -> None:
-    """The worker's life; `parent`: the process id of the pool's process, with which it
-    ends."""
-    native.end_with_parent(parent)
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a native abort leaves no core file
-    answers = os.fdopen(os.dup(1), "w", buffering=1)
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
+def main() -> None:
+    """The worker's life (hlogen.native.Worker's prelude has made it end with the pool's
+    process and leave no core file)."""
+    answers = native.answer_channel()
     from hlogen.conformance import runner  # start-up: after fd 1 points at stderr (native code prints)
     answers.write(json.dumps({"ready": True}) + "\n")
     for line in sys.stdin:

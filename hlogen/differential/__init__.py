@@ -1,14 +1,41 @@
-"""Differential testing: random programs to run on two backends, and a reducer that
-shrinks a module while it stays interesting (a divergence, an error, a script's verdict).
+"""Differential testing: finding why two backends disagree, as XLA's own tools do
+(`run_hlo_module`, `hlo-translate`, `hlo-bisect`), without building XLA; and finding
+more of it.
 
-- `generate(seed, ...)`: a random well-typed StableHLO program from hlogen's op library;
-  `mutate(computation, seed)`: a small type-preserving change of a module
-  (hlogen.differential.generate);
-- `reduce(module, interesting, ...)`: the smallest module found that stays interesting;
-  `script_interest(path)`: a user's test script as the predicate, with C-Reduce's
-  convention (exit status 0: still interesting) (hlogen.differential.reduce).
+- `near`: XLA's comparison rule (`literal_comparison::Near`), `ulp` and `bitwise` modes,
+  and a report per result;
+- `inputs`: random inputs as run_hlo_module makes them (`MakeFakeArguments`), with the
+  values that indices, init values and sort keys need;
+- `compare`: one computation on a test and a reference side (a backend, its XLA options,
+  the route through HLO), compared result by result, over iterations of random inputs;
+- `hlo_passes`: the HLO passes XLA really runs on a module, from its log;
+- `bisect`: the HLO pass (or stage) whose disabling removes a divergence;
+- `isolated`: a computation run in a child process, for options that may end XLA's;
+- `generate`: random well-typed StableHLO programs from hlogen's op library, and
+  `mutate`: a small type-preserving change of a module;
+- `reduce`: the smallest module found that stays interesting (a divergence, an error, a
+  script's verdict: `script_interest`, with C-Reduce's convention, exit status 0 = still
+  interesting).
+XLA's options themselves are checked and typed by hlogen.runtime.xla_options (what
+`hg.compile(..., xla_options=...)` takes).
 """
+from hlogen.differential.bisect import EVERY_PASS, STAGES, Verdict, bisect, options_disabling, search
+from hlogen.differential.compare import (HLO_ROUTE, Comparison, Iteration, Side, compare, run_on,
+                                         through_hlo)
 from hlogen.differential.generate import generate, mutate
+from hlogen.differential.hlo_passes import PassLog, parse_log, passes_that_ran
+from hlogen.differential.inputs import Need, constraints, random_inputs, zero_inputs
+from hlogen.differential.isolated import IsolatedRunner
+from hlogen.differential.near import (Difference, ResultReport, Tolerance, compare_arrays,
+                                      json_value, ulp_distance)
 from hlogen.differential.reduce import Progress, Reduced, op_count, reduce, script_interest
 
-__all__ = ["generate", "mutate", "reduce", "script_interest", "Reduced", "Progress", "op_count"]
+__all__ = [
+    "Tolerance", "compare_arrays", "ResultReport", "Difference", "ulp_distance", "json_value",
+    "random_inputs", "zero_inputs", "constraints", "Need",
+    "compare", "run_on", "through_hlo", "Side", "Comparison", "Iteration", "HLO_ROUTE",
+    "passes_that_ran", "parse_log", "PassLog",
+    "bisect", "search", "options_disabling", "Verdict", "STAGES", "EVERY_PASS",
+    "IsolatedRunner",
+    "generate", "mutate", "reduce", "script_interest", "Reduced", "Progress", "op_count",
+]

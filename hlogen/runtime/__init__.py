@@ -8,16 +8,21 @@ from hlogen.errors import HlogenError, UnsupportedError
 from hlogen.ops.collectives import MAX_REPLICAS
 from hlogen.runtime.interpreter import Interpreted
 from hlogen.runtime import readers  # noqa: F401 - fills hlogen.native (HLO, jax exports)
+from hlogen.runtime import xla_options as _xla_options
 
 
-def compile(computation, backend=None, num_replicas=1, num_partitions=1):
+def compile(computation, backend=None, num_replicas=1, num_partitions=1, xla_options=None):
     """An executable of `computation` on `backend`: a name that hlogen.backends declares
     ("cpu", "gpu", "interpret": the reference interpreter, ...), a Backend, or None for
     jax's default device.
 
     The executable takes numpy arrays (one per parameter) and returns numpy arrays
-    (a tuple for several results). Executables are cached by module, backend and
-    replica devices.
+    (a tuple for several results). Executables are cached by module, backend, replica
+    devices and XLA options.
+
+    `xla_options`: XLA's DebugOptions fields for this compile, by name (a dict, or
+    "NAME=VALUE" strings), e.g. {"xla_disable_hlo_passes": "algsimp"}; checked before
+    anything compiles (hlogen.runtime.xla_options). They override XLA_FLAGS.
 
     `num_replicas=N` runs N replicas, one per device (on the CPU, hlogen starts the
     backend with enough devices: see pjrt.client); run them with
@@ -32,10 +37,14 @@ def compile(computation, backend=None, num_replicas=1, num_partitions=1):
     if num_partitions != 1:
         raise UnsupportedError(f"num_partitions={num_partitions}: hlogen runs replicas, "
                                f"one partition each (SPMD partitioning is not supported)")
+    options = _xla_options.check(xla_options)
     if declared is not None and declared.kind is Kind.INTERPRETER:
+        if options:
+            raise UnsupportedError(f"the reference interpreter takes no XLA options (given "
+                                   f"{_xla_options.text(options)})")
         return Interpreted(computation, declared, num_replicas)
     from hlogen.runtime import pjrt  # here, not at the top: it starts jax (start-up time)
-    return pjrt.compile(computation, declared, num_replicas=num_replicas)
+    return pjrt.compile(computation, declared, num_replicas=num_replicas, xla_options=options)
 
 
 def interpret(computation, *arrays):

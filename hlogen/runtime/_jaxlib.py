@@ -79,8 +79,10 @@ def replicated_sharding(devices: list):
     return NamedSharding(Mesh(devices, ("replica",)), PartitionSpec())
 
 
-def _options(devices) -> "xla_client.CompileOptions":
+def _options(devices, xla_options: tuple = ()) -> "xla_client.CompileOptions":
     options = xla_client.CompileOptions()
+    # XLA's DebugOptions fields by name (hlogen.runtime.xla_options checked them)
+    options.env_option_overrides = list(xla_options)
     if len(devices) > 1:  # one replica per device, in the order given
         options.num_replicas = len(devices)
         options.device_assignment = xla_client.DeviceAssignment.create(
@@ -88,13 +90,14 @@ def _options(devices) -> "xla_client.CompileOptions":
     return options
 
 
-def compile(client, code: bytes, devices: list, options=None):
+def compile(client, code: bytes, devices: list, options=None, xla_options: tuple = ()):
     """A LoadedExecutable of StableHLO `code` (text or bytecode): one replica per device,
-    or as `options` (an xla_client.CompileOptions) say."""
+    compiled with `xla_options` (XLA's DebugOptions fields by name), or as `options` (an
+    xla_client.CompileOptions) say."""
     if client.platform == "cpu" and _LAPACK_TARGET in code:
         _initialize_lapack()
     return client.compile_and_load(code, xla_client.DeviceList(tuple(devices)),
-                                   _options(devices) if options is None else options)
+                                   _options(devices, xla_options) if options is None else options)
 
 
 # jaxlib's LAPACK targets are named lapack_<type><routine>_ffi; a module that names one
@@ -133,6 +136,12 @@ def hlo_to_stablehlo(proto: bytes) -> bytes:
     return _jax.mlir.hlo_to_stablehlo(proto)
 
 
+def stablehlo_to_hlo(code: bytes) -> bytes:
+    computation = _jax.mlir.mlir_module_to_xla_computation(code, use_tuple_args=False,
+                                                           return_tuple=False)
+    return computation.as_serialized_hlo_module_proto()
+
+
 def exported_parts(data: bytes) -> dict:
     """What hlogen needs of jax.export's serialized `Exported` (jax's own reader)."""
     exp = jax.export.deserialize(bytearray(data))
@@ -146,11 +155,13 @@ def exported_parts(data: bytes) -> dict:
     }
 
 
-def compile_options_key(devices: list) -> str:
-    """What the compile options are, for the key of the persistent cache."""
+def compile_options_key(devices: list, xla_options: tuple = ()) -> str:
+    """What the compile options are, for the key of the persistent cache (XLA_FLAGS too:
+    it changes what XLA compiles)."""
     options = _options(devices)
     return (f"replicas={options.num_replicas},partitions={options.num_partitions},"
-            f"devices={[d.id for d in devices] if len(devices) > 1 else ''}")
+            f"devices={[d.id for d in devices] if len(devices) > 1 else ''},"
+            f"xla_options={list(xla_options)},XLA_FLAGS={os.environ.get('XLA_FLAGS', '')}")
 
 
 def jaxlib_version() -> str:
@@ -162,13 +173,13 @@ def serialize(loaded) -> bytes:
     return loaded.client.serialize_executable(loaded)
 
 
-def deserialize(client, data: bytes, devices: list):
+def deserialize(client, data: bytes, devices: list, xla_options: tuple = ()):
     """A LoadedExecutable from `serialize`'s bytes. Only for bytes this process can trust:
     XLA's loader is not hardened against corrupt input (the cache checks a digest first)."""
     if client.platform == "cpu" and _LAPACK_TARGET in data:  # as for compile: a cached
         _initialize_lapack()  # executable calls the kernels as well (without them, SIGSEGV)
     return client.deserialize_executable(data, xla_client.DeviceList(tuple(devices)),
-                                         _options(devices))
+                                         _options(devices, xla_options))
 
 
 def optimized_hlo(loaded) -> str:

@@ -18,9 +18,10 @@ from hlogen import backends
 from hlogen import types as T
 from hlogen.backends import Backend
 from hlogen.computation import Computation
-from hlogen.errors import ExecutionError, HlogenError, UnsupportedError
+from hlogen.errors import ExecutionError, HlogenError, InputError, UnsupportedError
 from hlogen.ops.collectives import MAX_REPLICAS
 from hlogen.runtime import _jaxlib
+from hlogen.runtime import xla_options as _xla_options
 from hlogen.runtime.arrays import (check_signature, flatten_arguments,
                                    native, replica_lists, replicated_call_error,
                                    structure_results)
@@ -30,6 +31,8 @@ _cache: collections.OrderedDict = collections.OrderedDict()  # least recently us
 _CACHE_KEPT = 256
 _cache_lock = threading.Lock()
 _swap_x64 = _jaxlib.swap_x64
+# XLA's words for an XLA option it refuses (an unknown name, a value of the wrong type)
+_BAD_OPTION = ("No such compile option", "While setting option")
 
 
 # How many CPU devices hlogen starts the CPU backend with, unless the user chose
@@ -94,21 +97,24 @@ def _too_few_devices(pjrt, num_replicas: int, have: int) -> str:
 
 
 def compile(computation: Computation, backend: Backend | None = None,
-            disk_cache=None, num_replicas: int = 1) -> "Executable":
+            disk_cache=None, num_replicas: int = 1, xla_options: tuple = ()) -> "Executable":
     """An Executable of `computation` on `backend` (a PJRT backend's declaration; None for
     jax's default device). `disk_cache`: an ExecutableCache (hlogen.runtime.cache) to read
-    and write serialized executables; the command line passes one, the library does not."""
+    and write serialized executables; the command line passes one, the library does not.
+    `xla_options`: (name, value) pairs checked by hlogen.runtime.xla_options.check, on top
+    of the backend's own (Backend.with_options)."""
     check_signature(computation)
     pjrt = client(None if backend is None else backend.platform, num_replicas)
     backend = backend or declaration(pjrt)
     devices = [pjrt.local_devices()[0]] if num_replicas == 1 else replica_devices(pjrt, num_replicas)
-    key = (computation.fingerprint, backend.name, tuple(d.id for d in devices))
+    xla_options = _xla_options.merged(backend.xla_options, xla_options)
+    key = (computation.fingerprint, backend.name, tuple(d.id for d in devices), xla_options)
     with _cache_lock:
         found = _cache.get(key)
         if found is not None:
             _cache.move_to_end(key)
             return found
-    found = Executable(computation, backend, pjrt, devices, disk_cache)  # compiles: outside the lock
+    found = Executable(computation, backend, pjrt, devices, disk_cache, xla_options)  # compiles: outside the lock
     with _cache_lock:
         found = _cache.setdefault(key, found)
         while len(_cache) > _CACHE_KEPT:
@@ -120,10 +126,11 @@ class Executable:
     """A compiled computation: call it with numpy arrays, get numpy arrays back."""
 
     def __init__(self, computation: Computation, backend: Backend, pjrt, devices: list,
-                 disk_cache=None):
+                 disk_cache=None, xla_options: tuple = ()):
         self.computation = computation
         self.declaration = backend
         self.backend = backend.name
+        self.xla_options = xla_options  # what XLA compiled it with, besides XLA_FLAGS
         self.devices = devices  # the device of each replica
         self.device = devices[0]
         self.num_replicas = len(devices)
@@ -164,12 +171,12 @@ class Executable:
             # makes the pipeline), so that a hit skips the pipeline.
             version = _jaxlib.jaxlib_version()
             key = disk_cache.key(self.computation.fingerprint,
-                                 _jaxlib.compile_options_key(self.devices), version,
+                                 _jaxlib.compile_options_key(self.devices, self.xla_options), version,
                                  pjrt.platform, self.device.device_kind)
             payload = disk_cache.load(key, version)
             if payload is not None:
                 try:
-                    loaded = _jaxlib.deserialize(pjrt, payload, self.devices)
+                    loaded = _jaxlib.deserialize(pjrt, payload, self.devices, self.xla_options)
                     self.cache_outcome = "hit"
                     return loaded
                 except _jaxlib.JaxRuntimeError:
@@ -177,9 +184,12 @@ class Executable:
             self.cache_outcome = "miss"
         prepared = prepare(self.computation, self.declaration, self.num_replicas)
         try:
-            loaded = _jaxlib.compile(pjrt, prepared.computation.to_bytecode(), self.devices)
+            loaded = _jaxlib.compile(pjrt, prepared.computation.to_bytecode(), self.devices,
+                                     self.xla_options)
         except _jaxlib.JaxRuntimeError as e:
-            error = UnsupportedError if str(e).startswith("UNIMPLEMENTED") else ExecutionError
+            said = str(e)
+            error = (UnsupportedError if said.startswith("UNIMPLEMENTED") else
+                     InputError if any(w in said for w in _BAD_OPTION) else ExecutionError)
             raise error(f"{self.computation.name}: the {self.backend} backend cannot "
                         f"compile it: {e}") from None
         if key is not None:

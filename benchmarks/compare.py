@@ -1,0 +1,64 @@
+"""What `compare` costs over the two runs it makes (hlogen.differential.compare): the
+same computation and inputs run on the test and the reference side by `run_on` alone,
+and through `compare` (the runs, XLA's rule on every result, the report), executables
+compiled beforehand. Target: compare at most 10% over the two runs.
+
+Two pairs: CPU against the StableHLO interpreter (what differential testing runs), and
+CPU against CPU with other XLA options on a bigger array (both runs fast, results that
+differ in their last bits: the rule's own cost shows most).
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+
+import hlogen as hg  # noqa: E402
+from hlogen.differential import Side, compare, run_on  # noqa: E402
+from _timing import interleaved_medians, machine  # noqa: E402
+
+
+def module(shape) -> hg.Computation:
+    f = lambda x: jnp.tanh(x) * 2 + jnp.log(jnp.exp(x)) / 3  # noqa: E731
+    return hg.load(jax.jit(f).lower(np.zeros(shape, np.float32)).as_text())
+
+
+def case(title, comp, test, reference, repeats):
+    inputs = hg.random_inputs(comp, seed=0)
+    sides = Side.of(*test), Side.of(*reference)
+
+    def runs():
+        for side in sides:
+            run_on(side.backend, comp, inputs, side.xla_options)
+
+    def compared():
+        return compare(comp, inputs, test=sides[0], reference=sides[1])
+
+    compared()  # compiles both
+    medians = interleaved_medians({"the two runs (run_on)": runs, "compare": compared},
+                                  repeats=repeats)
+    ratio = medians["compare"] / medians["the two runs (run_on)"]
+    print(f"| {title} | {medians['the two runs (run_on)'] * 1e3:.2f} ms | "
+          f"{medians['compare'] * 1e3:.2f} ms | {ratio:.3f}x |")
+    return ratio
+
+
+def main():
+    print(f"## compare over the two runs it makes ({machine()})\n")
+    print("| pair | two runs | compare | ratio |")
+    print("| --- | --- | --- | --- |")
+    ratios = [
+        case("cpu vs interpret, f32[128,128]", module((128, 128)), ("cpu",), ("interpret",), 7),
+        case("cpu vs cpu without algsimp, f32[1024,1024]", module((1024, 1024)), ("cpu",),
+             ("cpu", {"xla_disable_hlo_passes": "algsimp"}), 15),
+    ]
+    print(f"\ncompare / two runs: {', '.join(f'{r:.3f}x' for r in ratios)} (target <= 1.10x)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,214 @@
+"""Running one computation on two backends and comparing the results (run_hlo_module's
+`--platform=T --reference_platform=R`), by XLA's rule (hlogen.differential.near).
+
+`run_on(backend, computation, inputs, xla_options)` is the one place that runs a
+computation for this package. A side of a comparison is a backend (a name hlogen.backends
+declares: "cpu", "gpu", "interpret", a plugin), its XLA options, and the route the module
+takes: as it is, or through HLO ("hlo:cpu": StableHLO -> an HLO module, as XLA
+compiles it -> StableHLO again, as `hlo-translate` then `run_hlo_module` do).
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+
+import numpy as np
+
+from hlogen import backends, loading, native
+from hlogen import types as T
+from hlogen.computation import Computation
+from hlogen.differential.inputs import random_inputs
+from hlogen.differential.near import ResultReport, Tolerance, compare_arrays
+from hlogen.errors import InputError
+from hlogen.runtime import compile as compile_for
+from hlogen.runtime import xla_options as options_of
+from hlogen.runtime.execution import prepare
+
+HLO_ROUTE = "hlo:"  # a side's prefix: the module goes through HLO before it runs
+
+
+def run_on(backend: str, computation: Computation, inputs, xla_options=None) -> list:
+    """The results of `computation` on `backend` with `inputs` (one per parameter), one
+    array per result leaf (tuples flattened depth-first)."""
+    results = compile_for(computation, backend=backends.get(backend),
+                          xla_options=xla_options)(*inputs)
+    if len(computation.result_shapes) == 1:
+        results = (results,)
+    return [np.asarray(leaf) for leaf in T.flatten(computation.result_shapes, results)]
+
+
+def through_hlo(computation: Computation) -> Computation:
+    """`computation` after a round trip through XLA's HLO: the module PJRT would compile
+    (hlogen's pipeline), made an HLO module by jaxlib's converter, read back as StableHLO."""
+    if any(isinstance(s, T.TupleShape)
+           for s in computation.parameter_shapes + computation.result_shapes):
+        raise InputError(f"{computation.name}: the route through HLO takes modules without "
+                         f"tuple parameters or results")
+    prepared = prepare(computation, backends.CPU).computation
+    try:
+        proto = native.call("stablehlo_to_hlo", prepared.to_bytecode())
+    except Exception as e:  # jaxlib's errors
+        raise InputError(f"{computation.name}: jaxlib cannot make an HLO module of it: {e}") \
+            from None
+    return loading.load_bytes(proto, f"{computation.source or computation.name} (through HLO)")
+
+
+@dataclasses.dataclass(frozen=True)
+class Side:
+    """One side of a comparison: a backend, its XLA options, and whether the module goes
+    through HLO first."""
+
+    backend: str
+    xla_options: tuple = ()  # checked (name, value) pairs
+    through_hlo: bool = False
+
+    @classmethod
+    def of(cls, spec, xla_options=None) -> "Side":
+        """A Side from a Side, or a backend name ("hlo:cpu" for the route through HLO)."""
+        if isinstance(spec, Side):
+            merged = dict(spec.xla_options) | dict(options_of.check(xla_options))
+            return dataclasses.replace(spec, xla_options=options_of.check(merged))
+        if not isinstance(spec, str):
+            raise InputError(f"a side is a backend name or a Side, got {spec!r}")
+        through = spec.startswith(HLO_ROUTE)
+        backend = spec[len(HLO_ROUTE):] if through else spec
+        if backend not in backends.BACKENDS:
+            raise InputError(f"no backend named {backend!r}; the backends are "
+                             f"{', '.join(backends.BACKENDS)}, each also as {HLO_ROUTE}NAME "
+                             f"(through HLO)")
+        return cls(backend, options_of.check(xla_options), through)
+
+    @property
+    def label(self) -> str:
+        name = (HLO_ROUTE if self.through_hlo else "") + self.backend
+        return f"{name} ({options_of.text(self.xla_options)})" if self.xla_options else name
+
+    def module(self, computation: Computation) -> Computation:
+        """The module this side runs of `computation` (through HLO, or the same)."""
+        return through_hlo(computation) if self.through_hlo else computation
+
+    def run(self, module: Computation, inputs) -> list:
+        """The result leaves of `module` (what `module()` made) on this side."""
+        return run_on(self.backend, module, inputs, self.xla_options)
+
+    def to_json(self) -> dict:
+        return {"backend": self.backend, "through_hlo": self.through_hlo,
+                "xla_options": dict(self.xla_options)}
+
+
+@dataclasses.dataclass
+class Iteration:
+    """One run of both sides with one set of inputs."""
+
+    seed: int | None  # of random_inputs; None for inputs given
+    results: list     # ResultReport per result leaf
+    test_seconds: float
+    reference_seconds: float
+
+    @property
+    def ok(self) -> bool:
+        return all(r.ok for r in self.results)
+
+    def to_json(self) -> dict:
+        return {"seed": self.seed, "ok": self.ok, "test_seconds": round(self.test_seconds, 6),
+                "reference_seconds": round(self.reference_seconds, 6),
+                "results": [r.to_json() for r in self.results]}
+
+
+@dataclasses.dataclass
+class Comparison:
+    """What `compare` found: the sides, the rule, and each iteration (the last one is the
+    first that differs, where one does)."""
+
+    computation: str
+    test: Side
+    reference: Side
+    tolerance: Tolerance
+    iterations: list
+    xla_flags: str  # XLA_FLAGS, in force on both sides
+
+    @property
+    def ok(self) -> bool:
+        return all(i.ok for i in self.iterations)
+
+    @property
+    def results(self) -> list:
+        """The reports of the last iteration run."""
+        return self.iterations[-1].results
+
+    def to_json(self) -> dict:
+        return {"computation": self.computation, "ok": self.ok, "test": self.test.to_json(),
+                "reference": self.reference.to_json(), "tolerance": self.tolerance.to_json(),
+                "xla_flags": self.xla_flags, "iterations": [i.to_json() for i in self.iterations]}
+
+    def text(self) -> str:
+        last = self.iterations[-1]
+        inputs = "the inputs given" if last.seed is None else f"random inputs (seed {last.seed})"
+        runs = f" after {len(self.iterations)} iterations" if len(self.iterations) > 1 else ""
+        verdict = "agree" if self.ok else "differ"
+        lines = [f"{self.computation}: test {self.test.label} and reference "
+                 f"{self.reference.label} {verdict}{runs}, with {inputs}"
+                 + (f"; XLA_FLAGS={self.xla_flags}" if self.xla_flags else "")]
+        lines += [r.text(self.test.backend, self.reference.backend) for r in last.results]
+        return "\n".join(lines)
+
+
+def compare(computation: Computation, inputs=None, test=backends.CPU.name,
+            reference=backends.INTERPRET.name,
+            test_options=None, reference_options=None, abs=1e-3, rel=1e-3, ulp=None,
+            bitwise=False, iterations=1, seed=0, large_range=False, shown=5) -> Comparison:
+    """Runs `computation` on the test and the reference side and compares each result
+    by XLA's rule (abs and rel bounds), or within `ulp` units, or `bitwise`.
+
+    `test`, `reference`: backend names (hlogen.backends: "cpu", "gpu", "interpret"; "hlo:cpu" takes the
+    route through HLO) or Sides; `*_options`: XLA options of each (a dict or NAME=VALUE
+    strings). `inputs`: one array per parameter; None for random inputs
+    (hlogen.differential.inputs, `seed`, `large_range`), new ones for each of `iterations`
+    (seed, seed + 1, ...), stopping at the first that differs. `shown`: how many
+    differing elements each report lists.
+    """
+    tolerance = Tolerance(abs, rel, ulp, bitwise)
+    sides = Side.of(test, test_options), Side.of(reference, reference_options)
+    if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
+        raise InputError(f"iterations must be a whole number >= 1, got {iterations!r}")
+    if inputs is not None and iterations > 1:
+        raise InputError("iterations > 1 draws new random inputs each time: give no inputs")
+    modules = [side.module(computation) for side in sides]
+    done = []
+    for k in range(iterations):
+        args = list(inputs) if inputs is not None else \
+            random_inputs(computation, seed=seed + k, large_range=large_range)
+        start = time.perf_counter()
+        got = sides[0].run(modules[0], args)
+        middle = time.perf_counter()
+        want = sides[1].run(modules[1], args)
+        end = time.perf_counter()
+        named = _named_leaves(computation, args)
+        reports = [compare_arrays(g, w, tolerance, name=f"result {i}", inputs=named, shown=shown)
+                   for i, (g, w) in enumerate(zip(got, want))]
+        if len(got) != len(want):
+            reports.append(ResultReport("results", f"{len(got)} against {len(want)}", tolerance,
+                                        0, 0, problem="the sides return different numbers of results"))
+        done.append(Iteration(None if inputs is not None else seed + k, reports,
+                              middle - start, end - middle))
+        if not done[-1].ok:
+            break
+    return Comparison(computation.name, sides[0], sides[1], tolerance, done,
+                      os.environ.get("XLA_FLAGS", ""))
+
+
+def _named_leaves(computation: Computation, args) -> dict:
+    """Each argument leaf by name (name.i for tuple elements), as arrays."""
+    named = {}
+
+    def add(name, shape, value):
+        if isinstance(shape, T.TupleShape):
+            for i, (s, v) in enumerate(zip(shape.elements, value)):
+                add(f"{name}.{i}", s, v)
+        else:
+            named[name] = np.asarray(value)
+
+    for name, shape, value in zip(computation.parameter_names, computation.parameter_shapes, args):
+        add(name, shape, value)
+    return named

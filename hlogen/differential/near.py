@@ -1,0 +1,338 @@
+"""Comparing two results the way XLA's `run_hlo_module` does, and a report per result.
+
+The default rule is `literal_comparison::Near` with `ErrorSpec(abs, rel)` (XLA's
+xla/literal_comparison.cc), per element of arrays of one element type and shape:
+- integers and predicates match exactly;
+- floats: bitwise equal values match; two NaNs match (any payload); one NaN is a
+  mismatch; an infinity must equal the other value; otherwise a mismatch only when
+  |a - e| > abs AND |a - e| / |e| > rel (the relative error is infinite where e == 0),
+  so -0 matches +0;
+- complex numbers: the real and the imaginary parts each by the float rule.
+(XLA subtracts in the element type, which rounds the difference of types narrower than
+f32; hlogen subtracts in float64: a decision can differ only where a rounded difference
+crosses a bound.) Stricter modes: `ulp=N` (finite floats at most N units in the last
+place apart, NaNs and infinities as above) and `bitwise` (every element's bits).
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+
+from hlogen import types as T
+from hlogen.errors import InputError
+
+
+@dataclasses.dataclass(frozen=True)
+class Tolerance:
+    """How close two results must be: XLA's `ErrorSpec(abs, rel)`, or `ulp=N`, or `bitwise`."""
+
+    abs: float = 1e-3
+    rel: float = 1e-3
+    ulp: int | None = None
+    bitwise: bool = False
+
+    def __post_init__(self):
+        for name in ("abs", "rel"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or \
+                    not value >= 0:
+                raise InputError(f"the {name} error bound must be a number >= 0, got {value!r}")
+        if self.ulp is not None and (isinstance(self.ulp, bool) or not isinstance(self.ulp, int)
+                                     or self.ulp < 0):
+            raise InputError(f"ulp must be a whole number of units >= 0, got {self.ulp!r}")
+        if self.ulp is not None and self.bitwise:
+            raise InputError("choose one of ulp and bitwise: bitwise is ulp=0 without -0 == +0 "
+                             "and with NaN payloads compared")
+
+    @property
+    def mode(self) -> str:
+        return "bitwise" if self.bitwise else "near" if self.ulp is None else "ulp"
+
+    def describe(self) -> str:
+        if self.bitwise:
+            return "bitwise"
+        if self.ulp is not None:
+            return f"within {self.ulp} ULP"
+        return f"XLA's Near, abs {self.abs:g} and rel {self.rel:g}"
+
+    def to_json(self) -> dict:
+        return {"mode": self.mode, "abs": self.abs, "rel": self.rel, "ulp": self.ulp}
+
+
+# -- the rule, vectorized --------------------------------------------------------------------
+
+def judge(actual: np.ndarray, expected: np.ndarray, tolerance: Tolerance):
+    """(mismatch mask, absolute errors, relative errors) of two arrays of one dtype and
+    shape; the errors are float64 (0 where the values match bitwise or are two NaNs,
+    infinite where one is NaN or an infinity differs)."""
+    et = T.element_type(actual.dtype)
+    if et.kind == T.COMPLEX:
+        parts = [_judge_real(np.ascontiguousarray(part(actual)), np.ascontiguousarray(part(expected)),
+                             tolerance) for part in (np.real, np.imag)]
+        return (parts[0][0] | parts[1][0], np.maximum(parts[0][1], parts[1][1]),
+                np.maximum(parts[0][2], parts[1][2]))
+    return _judge_real(actual, expected, tolerance)
+
+
+def _judge_real(actual, expected, tolerance: Tolerance):
+    shape = actual.shape
+    actual, expected = actual.reshape(-1), expected.reshape(-1)  # 0-d arrays too
+    bad, abs_error, rel_error = _judge_flat(actual, expected, tolerance)
+    return bad.reshape(shape), abs_error.reshape(shape), rel_error.reshape(shape)
+
+
+def _judge_flat(actual, expected, tolerance: Tolerance):
+    et = T.element_type(actual.dtype)
+    a, e = actual.astype(np.float64), expected.astype(np.float64)
+    with np.errstate(all="ignore"):
+        abs_error = np.subtract(a, e, out=a)
+        np.abs(abs_error, out=abs_error)
+        rel_error = np.abs(e, out=e)
+        np.divide(abs_error, rel_error, out=rel_error)
+    rel_error[abs_error == 0] = 0.0  # (0 / 0: equal values)
+    if et.kind != T.FLOAT:  # integers and predicates: exactly
+        return actual != expected, abs_error, rel_error
+    # where |a - e| is not finite, a NaN or an infinity is involved: exact where the bits
+    # are equal or both are NaN, infinitely wrong otherwise
+    odd = np.flatnonzero(~np.isfinite(abs_error))
+    infinite = np.zeros(actual.shape, bool)
+    if odd.size:
+        x, y = actual[odd], expected[odd]
+        exact = (_bits(x) == _bits(y)) | (_isnan(x) & _isnan(y))
+        infinite[odd[~exact]] = True
+        for error in (abs_error, rel_error):
+            error[odd] = np.where(exact, 0.0, np.inf)
+    if tolerance.bitwise:
+        bad = _bits(actual) != _bits(expected)
+    elif tolerance.ulp is not None:
+        bad = infinite | ((abs_error > 0) & (ulp_distance(actual, expected) > tolerance.ulp))
+    else:
+        bad = (abs_error > tolerance.abs) & (rel_error > tolerance.rel)
+    return bad, abs_error, rel_error
+
+
+def _isnan(a: np.ndarray) -> np.ndarray:
+    return np.isnan(a.astype(np.float32) if a.dtype.itemsize < 4 else a)
+
+
+_UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+_HUGE = np.iinfo(np.int64).max
+
+
+def _bits(a: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(a).view(_UINT[a.dtype.itemsize])
+
+
+def ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Units in the last place between floats of the same type (int64; NaN and NaN are 0
+    apart, NaN and a number as far as possible; -0 and +0 are 0 apart)."""
+    ka, kb = _ordered(a), _ordered(b)
+    opposite = (ka < 0) != (kb < 0)
+    with np.errstate(over="ignore"):
+        d = np.abs(ka - kb)
+    if np.any(opposite):  # |ka| + |kb| can overflow int64: counted in floats, clipped
+        wide = np.abs(ka).astype(np.float64) + np.abs(kb).astype(np.float64)
+        d = np.where(opposite, np.minimum(wide, float(2 ** 62)).astype(np.int64), d)
+    na, nb = _isnan(a), _isnan(b)
+    d = np.where(na & nb, 0, np.where(na | nb, _HUGE, d))
+    return d
+
+
+def _ordered(a: np.ndarray) -> np.ndarray:
+    """Signed integers that order like the floats `a`, with -0 and +0 equal."""
+    size = a.dtype.itemsize
+    bits = _bits(a).astype(np.int64)
+    sign = np.int64(1) << (8 * size - 1)
+    if size == 8:  # the sign bit is int64's own
+        bits = np.ascontiguousarray(a).view(np.int64)
+        magnitude = bits & np.int64(_HUGE)
+        return np.where(bits < 0, -magnitude, magnitude)
+    et = T.element_type(a.dtype)
+    if et.bits < 8 * size:  # f4, f6: the bits a byte holds; their sign is the top one
+        bits &= (1 << et.bits) - 1
+        sign = np.int64(1) << (et.bits - 1)
+    if not et.has_sign:  # f8e8m0fnu: its bits order as its values
+        return bits
+    magnitude = bits & (sign - 1)
+    return np.where(bits & sign, -magnitude, magnitude)
+
+
+# -- the report ------------------------------------------------------------------------------
+
+# relative errors are counted by decade, from below 1e-8 to 10 and above, and infinite
+_DECADES = range(-8, 2)
+
+
+@dataclasses.dataclass
+class Difference:
+    """One differing element: its index, both values, the errors, and the inputs there."""
+
+    index: tuple
+    actual: object
+    expected: object
+    abs_error: float
+    rel_error: float
+    inputs: dict = dataclasses.field(default_factory=dict)  # name -> value at `index`
+
+    def to_json(self) -> dict:
+        return {"index": list(self.index), "actual": json_value(self.actual),
+                "expected": json_value(self.expected), "abs_error": json_value(self.abs_error),
+                "rel_error": json_value(self.rel_error),
+                "inputs": {k: json_value(v) for k, v in self.inputs.items()}}
+
+    def text(self, actual: str = "actual", expected: str = "expected") -> str:
+        inputs = "".join(f", {k}={_show(v)}" for k, v in self.inputs.items())
+        return (f"at {list(self.index)}: {actual} {_show(self.actual)}, {expected} "
+                f"{_show(self.expected)} (abs error {_show(self.abs_error)}, rel error "
+                f"{_show(self.rel_error)}{inputs})")
+
+
+@dataclasses.dataclass
+class ResultReport:
+    """How one result compares: counts, largest errors, the first differences, and a
+    histogram of relative errors by decade (of the elements whose values are not equal)."""
+
+    name: str
+    shape: str
+    tolerance: Tolerance
+    elements: int
+    differing: int
+    max_abs_error: float = 0.0
+    max_rel_error: float = 0.0
+    first: list = dataclasses.field(default_factory=list)       # Difference, in index order
+    histogram: dict = dataclasses.field(default_factory=dict)   # decade label -> count
+    problem: str | None = None  # what makes the results incomparable (their shapes)
+
+    @property
+    def ok(self) -> bool:
+        return self.problem is None and self.differing == 0
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "shape": self.shape, "ok": self.ok,
+                "tolerance": self.tolerance.to_json(), "elements": self.elements,
+                "differing": self.differing, "max_abs_error": json_value(self.max_abs_error),
+                "max_rel_error": json_value(self.max_rel_error),
+                "first": [d.to_json() for d in self.first], "histogram": dict(self.histogram),
+                "problem": self.problem}
+
+    def text(self, actual: str = "actual", expected: str = "expected") -> str:
+        head = f"{self.name} {self.shape}: "
+        if self.problem:
+            return head + self.problem
+        verdict = (f"all {self.elements} elements match" if self.ok else
+                   f"{self.differing} of {self.elements} elements differ")
+        lines = [f"{head}{verdict} ({self.tolerance.describe()}); largest errors: abs "
+                 f"{_show(self.max_abs_error)}, rel {_show(self.max_rel_error)}"]
+        lines += ["  " + d.text(actual, expected) for d in self.first]
+        if self.differing > len(self.first):
+            lines.append(f"  ... and {self.differing - len(self.first)} more")
+        if self.histogram:
+            lines.append("  relative errors of unequal elements: " +
+                         ", ".join(f"{k}: {n}" for k, n in self.histogram.items()))
+        return "\n".join(lines)
+
+
+def shape_text(array: np.ndarray) -> str:
+    try:
+        return str(T.Shape(T.element_type(array.dtype), array.shape))
+    except Exception:  # a dtype hlogen has no element type for
+        return f"{array.dtype}{list(array.shape)}"
+
+
+def compare_arrays(actual, expected, tolerance: Tolerance | None = None, *, name: str = "result",
+                   inputs: dict | None = None, shown: int = 5) -> ResultReport:
+    """The report of `actual` against `expected` by `tolerance` (XLA's Near, abs = rel =
+    1e-3, when None). `inputs` (name -> array): the inputs whose shape is the result's are
+    shown at each of the first `shown` differing indices."""
+    tolerance = tolerance or Tolerance()
+    actual, expected = np.asarray(actual), np.asarray(expected)
+    if actual.dtype != expected.dtype or actual.shape != expected.shape:
+        return ResultReport(name, shape_text(expected), tolerance, int(expected.size),
+                            int(max(actual.size, expected.size)),
+                            problem=f"the results' shapes differ: {shape_text(actual)} against "
+                                    f"{shape_text(expected)}")
+    report = ResultReport(name, shape_text(expected), tolerance, int(expected.size), 0)
+    # only the elements whose bits differ need the rule: one pass finds them (where they
+    # are many, the rule runs on every element rather than on copies of them)
+    a, e = np.ascontiguousarray(actual).reshape(-1), np.ascontiguousarray(expected).reshape(-1)
+    unequal = _unequal_bits(a, e)
+    count = int(np.count_nonzero(unequal))
+    if not count:
+        return report
+    where = None
+    if count < a.size // 4:
+        where = np.flatnonzero(unequal)
+        a, e = a[where], e[where]
+    bad, abs_error, rel_error = judge(a, e, tolerance)
+    report.differing = int(np.count_nonzero(bad))
+    report.max_abs_error = float(abs_error.max())
+    report.max_rel_error = float(rel_error.max())
+    report.histogram = _histogram(rel_error, int(np.count_nonzero(abs_error == 0)))
+    alongside = {k: np.asarray(v) for k, v in (inputs or {}).items()
+                 if np.shape(v) == actual.shape}
+    for k in np.flatnonzero(bad)[:shown]:
+        flat = k if where is None else where[k]
+        index = tuple(int(i) for i in np.unravel_index(flat, actual.shape))
+        report.first.append(Difference(index, actual[index], expected[index],
+                                       float(abs_error[k]), float(rel_error[k]),
+                                       {key: v[index] for key, v in alongside.items()}))
+    return report
+
+
+def _unequal_bits(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Per element of two flat arrays of one dtype: whether their bits differ."""
+    if a.dtype.itemsize in _UINT:
+        return _bits(a) != _bits(b)
+    words = a.dtype.itemsize // 8  # c128: two 64-bit words
+    return (a.view(np.uint64).reshape(-1, words) != b.view(np.uint64).reshape(-1, words)).any(1)
+
+
+def _histogram(rel: np.ndarray, exact: int = 0) -> dict:
+    """Counts of relative errors by decade ("<1e-08", "[1e-08, 1e-07)", ..., ">=10",
+    "inf"), of the elements whose values differ: `exact` of them (their errors are 0) do
+    not count."""
+    # how many reach each edge (a pass per edge: cheaper than sorting or searching)
+    reaching = [rel.size - exact] + [int(np.count_nonzero(rel >= 10.0 ** k)) for k in _DECADES] \
+        + [int(np.count_nonzero(np.isinf(rel))), 0]
+    labels = ([f"<{10.0 ** _DECADES[0]:g}"] +
+              [f"[{10.0 ** k:g}, {10.0 ** (k + 1):g})" for k in _DECADES[:-1]] +
+              [f">={10.0 ** _DECADES[-1]:g}", "inf"])
+    return {label: reaching[i] - reaching[i + 1] for i, label in enumerate(labels)
+            if reaching[i] > reaching[i + 1]}
+
+
+# -- values for JSON and for people ---------------------------------------------------------
+
+def json_value(value):
+    """A number (or array) as JSON holds it: NaN and infinities as strings, complex
+    numbers as [real, imaginary], arrays as nested lists."""
+    array = np.asarray(value)
+    if array.ndim:
+        return [json_value(v) for v in array]
+    kind = _kind(array.dtype)
+    if kind == T.PRED:
+        return bool(array)
+    if kind in T.INTEGER:
+        return int(array)
+    if kind == T.COMPLEX:
+        return [json_value(array.real), json_value(array.imag)]
+    number = float(array)
+    return number if math.isfinite(number) else str(number)
+
+
+def _kind(dtype: np.dtype) -> str:
+    if dtype.kind in "biufc":  # numpy's own (Python numbers become these)
+        return {"b": T.PRED, "i": T.SIGNED, "u": T.UNSIGNED, "f": T.FLOAT, "c": T.COMPLEX}[dtype.kind]
+    return T.element_type(dtype).kind  # ml_dtypes' types
+
+
+def _show(value) -> str:
+    array = np.asarray(value)
+    kind = _kind(array.dtype)
+    if kind == T.COMPLEX:
+        return f"({_show(array.real)}, {_show(array.imag)})"
+    if kind == T.FLOAT:
+        return f"{float(array):.9g}"
+    return str(bool(array) if kind == T.PRED else int(array))
