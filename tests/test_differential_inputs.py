@@ -213,14 +213,6 @@ def test_callees_are_followed():
 
 # -- modules whose results depend on the constraints --------------------------------------------
 
-def scatter_window_module():
-    numbers = lax.ScatterDimensionNumbers(update_window_dims=(1,), inserted_window_dims=(),
-                                          scatter_dims_to_operand_dims=(0,))
-    return jax_module(lambda x, i, u: lax.scatter(x, i, u, numbers,
-                                                  mode=lax.GatherScatterMode.PROMISE_IN_BOUNDS),
-                      np.zeros(8, np.float32), np.zeros((3, 1), np.int32), np.zeros((3, 3), np.float32))
-
-
 def hlogen_reduce_module():
     b = hg.Builder("sums")
     x, init = b.parameter(hg.f32[64], "x"), b.parameter(hg.f32[()], "init")
@@ -228,10 +220,9 @@ def hlogen_reduce_module():
     return b.build(ops.reduce(x, init, lambda a, c: a + c, [0]), window)
 
 
+# (a scatter window partly out of bounds no longer serves here: hlogen gives loaded modules
+# XLA's semantics, skipping it whole on both backends; tests/test_truthful_diagnostics.py)
 @pytest.mark.parametrize("make, unconstrained", [
-    # a window partly out of bounds: XLA skips it whole, the interpreter writes its part
-    (scatter_window_module, [np.zeros(8, np.float32), np.array([[6], [7], [-1]], np.int32),
-                             np.ones((3, 3), np.float32)]),
     # an init value that is not the identity: XLA may add it more than once
     (hlogen_reduce_module, [np.ones(64, np.float32), np.float32(5)]),
 ])

@@ -271,9 +271,9 @@ _SCATTER_NAMES = ("update_window_dims", "inserted_window_dims", "input_batching_
                   "index_vector_dim")
 
 
-def check_scatter_shapes(operand: T.Shape, indices: T.Shape, updates: T.Shape,
-                         mapping: IndexMapping) -> None:
-    """Checks the Scatter rules on shapes."""
+def scatter_window(operand: T.Shape, indices: T.Shape, updates: T.Shape,
+                   mapping: IndexMapping) -> list[int]:
+    """Checks the Scatter rules on shapes; returns the window size of every operand dimension."""
     batch = mapping.batch_sizes(indices)
     if 0 <= mapping.index_vector_dim <= indices.rank and updates.rank != len(batch) + len(mapping.window_dims):
         mapping.fail(f"updates {updates} must have rank {len(batch) + len(mapping.window_dims)}: "
@@ -287,10 +287,13 @@ def check_scatter_shapes(operand: T.Shape, indices: T.Shape, updates: T.Shape,
         mapping.fail(f"updates {updates}: its dimensions other than update_window_dims "
                      f"({scatter_sizes}) must be the sizes of the indices' dimensions other "
                      f"than index_vector_dim ({batch})", operand, indices)
+    full = [1] * operand.rank
     for d, w in zip(mapping.windowed(operand), window):
         if w > operand.dimensions[d]:
             mapping.fail(f"updates {updates}: the update window has size {w} in operand "
                          f"dimension {d}, which has size {operand.dimensions[d]}", operand, indices)
+        full[d] = w
+    return full
 
 
 def scatter(operands, scatter_indices, updates, update_computation, *, update_window_dims,
@@ -329,7 +332,7 @@ def scatter(operands, scatter_indices, updates, update_computation, *, update_wi
     mapping = IndexMapping("scatter", _SCATTER_NAMES, *_parse("scatter", _SCATTER_NAMES, (
         update_window_dims, inserted_window_dims, input_batching_dims,
         scatter_indices_batching_dims, scatter_dims_to_operand_dims, index_vector_dim)))
-    check_scatter_shapes(shape, indices, updates_list[0].shape, mapping)
+    scatter_window(shape, indices, updates_list[0].shape, mapping)
     scalars = [T.Shape(o.dtype, ()) for o in operands]
     region = trace(builder, "scatter", "update_computation", update_computation,
                    scalars + scalars, scalars)

@@ -96,14 +96,15 @@ def _too_few_devices(pjrt, num_replicas: int, have: int) -> str:
     return message
 
 
-def compile(computation: Computation, backend: Backend | None = None,
+def compile(computation: Computation, backend: Backend | str | None = None,
             disk_cache=None, num_replicas: int = 1, xla_options: tuple = ()) -> "Executable":
-    """An Executable of `computation` on `backend` (a PJRT backend's declaration; None for
-    jax's default device). `disk_cache`: an ExecutableCache (hlogen.runtime.cache) to read
+    """An Executable of `computation` on `backend` (a PJRT backend's declaration or its
+    name; None for jax's default device). `disk_cache`: an ExecutableCache (hlogen.runtime.cache) to read
     and write serialized executables; the command line passes one, the library does not.
     `xla_options`: (name, value) pairs checked by hlogen.runtime.xla_options.check, on top
     of the backend's own (Backend.with_options)."""
     check_signature(computation)
+    backend = None if backend is None else backends.get(backend)
     pjrt = client(None if backend is None else backend.platform, num_replicas)
     backend = backend or declaration(pjrt)
     devices = [pjrt.local_devices()[0]] if num_replicas == 1 else replica_devices(pjrt, num_replicas)
@@ -185,7 +186,7 @@ class Executable:
         prepared = prepare(self.computation, self.declaration, self.num_replicas)
         try:
             loaded = _jaxlib.compile(pjrt, prepared.computation.to_bytecode(), self.devices,
-                                     self.xla_options)
+                                     xla_options=self.xla_options)
         except _jaxlib.JaxRuntimeError as e:
             said = str(e)
             error = (UnsupportedError if said.startswith("UNIMPLEMENTED") else
