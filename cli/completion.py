@@ -103,3 +103,9 @@ def _file_argument(ctx) -> str | None:
 def files(ctx, param, incomplete: str) -> list[CompletionItem]:
     """The shell's own completion of file names (for options that name a file to write)."""
     return [CompletionItem(incomplete, type="file")]
+
+
+def backend_names(ctx, param, incomplete: str) -> list[CompletionItem]:
+    """The declared backends (hlogen.backends; plugins once discovered)."""
+    from hlogen import backends  # here, not at the top: start-up (Tab on --backend only)
+    return [CompletionItem(name) for name in backends.names() if name.startswith(incomplete)]

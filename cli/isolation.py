@@ -70,6 +70,14 @@ _STANDARD_PATH = re.compile(r"/dev/std(in|out|err)\b")
 _STANDARD_STREAMS = {"in": 0, "out": 1, "err": 2}
 
 
+def in_child(work: str, arguments: dict, file: str, timeout: float | None = None,
+             distributed: bool = False) -> None:
+    """Does `work` in a child (run_in_child) and exits with its status when it failed."""
+    code = run_in_child(work, arguments, file, timeout, distributed, reporting.DEBUG["on"])
+    if code:
+        sys.exit(code)
+
+
 def run_in_child(work: str, arguments: dict, file: str, timeout: float | None = None,
                  distributed: bool = False, debug: bool = False) -> int:
     """Runs `work` ("module:function" of hlogen_cli, called with `arguments`, under

@@ -1,8 +1,52 @@
-"""What `hlogen run` was asked (`RunOptions`), checked in the parent before the child
-starts: options that do not go together are refused there (exit 2) at no cost."""
+"""The options commands share, each defined once (as pip's cmdoptions), and what `hlogen
+run` was asked (`RunOptions`), checked in the parent before the child starts: options
+that do not go together are refused there (exit 2) at no cost."""
 from __future__ import annotations
 
 import dataclasses
+
+import click
+
+from hlogen_cli import completion
+
+
+class BackendName(click.ParamType):
+    """A backend's name, as hlogen.backends declares them (PJRT plugins included). Checked
+    where the command does its work (run's child): the parent of run starts without
+    hlogen, and a plugin's name is known only once plugins are discovered."""
+
+    name = "backend"
+
+    def convert(self, value, param, ctx):
+        if not isinstance(value, str) or not value.strip():
+            self.fail(f"{value!r} is not a backend name", param, ctx)
+        return value.strip()
+
+    def shell_complete(self, ctx, param, incomplete):
+        return completion.backend_names(ctx, param, incomplete)
+
+
+def backend_option(help_text: str = "A backend: cpu, gpu, interpret (the StableHLO reference "
+                                    "interpreter) or an installed PJRT plugin; `hlogen devices` "
+                                    "lists them (default: jax's default device)."):
+    return click.option("--backend", type=BackendName(), default=None, metavar="NAME",
+                        help=help_text)
+
+
+def function_option(help_text: str = "The @hg.function of a .py file (default: its only one), "
+                                     "or the public function of a module (default: main)."):
+    return click.option("--function", "function_name", metavar="NAME",
+                        shell_complete=completion.function_names, help=help_text)
+
+
+def output_option(help_text: str, metavar: str = "OUT", **kwargs):
+    return click.option("-o", "--output", metavar=metavar, shell_complete=completion.files,
+                        help=help_text, **kwargs)
+
+
+force_option = click.option("--force", is_flag=True, help="Overwrite files that exist.")
+no_cache_option = click.option("--no-cache", is_flag=True,
+                               help="Compile even when the executable cache has it.")
 
 
 @dataclasses.dataclass

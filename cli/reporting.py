@@ -15,6 +15,8 @@ import traceback
 
 import click
 
+from hlogen_cli import status
+
 DEBUG = {"on": bool(os.environ.get("HLOGEN_DEBUG"))}
 ENDING_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
@@ -46,7 +48,7 @@ def stopped_by_signals():
     try:
         yield
     except Stopped as e:
-        sys.exit(128 + e.signum)
+        sys.exit(status.SIGNALLED + e.signum)
     finally:
         for s, handler in before.items():
             signal.signal(s, handler)
@@ -63,7 +65,7 @@ def reports_errors(command):
             raise
         except BrokenPipeError:  # the reader left (hlogen emit ... | head): nothing to say
             sys.stdout = open(os.devnull, "w")  # (so that the final flush does not fail too)
-            sys.exit(1)
+            sys.exit(status.FAILED)
         except Exception as e:
             # here, not at the top: the parent's start-up (hlogen --help, run) needs no hlogen
             from hlogen.errors import ExecutionError, HlogenError
@@ -71,10 +73,10 @@ def reports_errors(command):
                 traceback.print_exc()
             if isinstance(e, HlogenError):
                 click.echo(f"error: {e}", err=True)
-                sys.exit(1 if isinstance(e, ExecutionError) else 2)
+                sys.exit(status.FAILED if isinstance(e, ExecutionError) else status.BAD_INPUT)
             detail = str(e).strip().splitlines()
             click.echo(f"internal error: {type(e).__name__}: {detail[-1] if detail else ''}"
                        + ("" if DEBUG["on"] else " (hlogen --debug ... shows the traceback)"),
                        err=True)
-            sys.exit(1)
+            sys.exit(status.FAILED)
     return wrapper

@@ -122,6 +122,11 @@ def declare(backend: Backend) -> Backend:
     return BACKENDS.setdefault(backend.name, backend)
 
 
+def names() -> list[str]:
+    """The declared backends' names, in the order declared."""
+    return list(BACKENDS)
+
+
 def get(name) -> Backend:
     """The backend declared as `name` (a Backend is returned as it is)."""
     if isinstance(name, Backend):

@@ -111,7 +111,7 @@ def proto_damage(data: bytes) -> str | None:
     if not 0 < size < 4096 or not _NAME.fullmatch(data[i:i + size]):
         return None
     try:
-        list(_fields(data))
+        list(proto_fields(data))
     except ValueError as e:
         return "it ends inside a field (truncated)" if str(e) == "truncated" else \
             f"it does not read as protobuf fields ({e})"

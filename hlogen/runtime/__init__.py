@@ -47,6 +47,20 @@ def compile(computation, backend=None, num_replicas=1, num_partitions=1, xla_opt
     return pjrt.compile(computation, declared, num_replicas=num_replicas, xla_options=options)
 
 
+def available(backend) -> bool:
+    """Whether `backend` (a declaration or its name) runs here: the interpreter always, a
+    PJRT backend when its client starts (a GPU is present, a plugin loads)."""
+    declared = backends.get(backend)
+    if declared.kind is Kind.INTERPRETER:
+        return True
+    from hlogen.runtime import pjrt  # here, not at the top: it starts jax (start-up time)
+    try:
+        pjrt.client(declared.platform)
+    except HlogenError:
+        return False
+    return True
+
+
 def interpret(computation, *arrays):
     """Runs `computation` on the StableHLO reference interpreter: numpy in, numpy out."""
     return compile(computation, backend=backends.INTERPRET)(*arrays)

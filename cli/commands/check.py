@@ -5,22 +5,24 @@ import sys
 
 import click
 
-from hlogen import conformance
+from hlogen import backends, conformance
 from hlogen.conformance import files as conformance_files, report
 from hlogen.conformance.sample import stratified
 from hlogen.errors import HlogenError
 from hlogen.files import Output
-from hlogen_cli.main import reports_errors
+from hlogen.runtime import available
+from hlogen_cli import status
+from hlogen_cli.options import backend_option
+from hlogen_cli.reporting import reports_errors
 from hlogen_cli.progress import Progress
 
-_BACKENDS = {"interpret": ["interpret"], "cpu": ["cpu"], "gpu": ["gpu"], "all": ["interpret", "cpu"]}
+ALL = "all"
 
 
 @click.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
-@click.option("--backend", type=click.Choice(list(_BACKENDS)), default="all", show_default=True,
-              help="The reference interpreter, PJRT CPU or GPU, or all (interpret and cpu, "
-                   "plus gpu when one is present).")
+@backend_option("A backend (`hlogen devices` lists them: interpret, cpu, gpu, PJRT plugins), "
+                "or all: every one available here (the default).")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=None,
               help="Worker processes (default: the number of cores).")
 @click.option("--timeout", type=click.FloatRange(min=0.1), default=120.0, show_default=True,
@@ -41,16 +43,18 @@ _BACKENDS = {"interpret": ["interpret"], "cpu": ["cpu"], "gpu": ["gpu"], "all": 
                    "at least once (what `make test` runs).")
 @click.option("--quiet", "-q", is_flag=True, help="Print only the totals.")
 @reports_errors
-def check(paths, backend, jobs, timeout, batch, junit_path, json_path, known_paths, no_default_known,
-          explain, sample, quiet):
+def command(paths, backend, jobs, timeout, batch, junit_path, json_path, known_paths,
+            no_default_known, explain, sample, quiet):
     """Run StableHLO conformance files (PATHS: files or directories of .mlir) and judge
     the results by StableHLO's check rules. Exit status 1 when any module fails that is
     not a known deviation, 2 for bad arguments."""
-    backends = list(_BACKENDS[backend])
-    if backend == "all" and _has_gpu():
-        backends.append("gpu")
-    if backend == "gpu" and not _has_gpu():
-        raise HlogenError("--backend gpu: no GPU is available here (hlogen devices lists them)")
+    if backend in (None, ALL):
+        chosen = [b.name for b in backends.BACKENDS.values() if available(b)]
+    elif not available(backends.get(backend)):
+        raise HlogenError(f"--backend {backend}: it is not available here (hlogen devices "
+                          f"lists the backends)")
+    else:
+        chosen = [backend]
     if sample:
         paths = stratified(paths)
     read = [*conformance_files.discover(paths), *known_paths]
@@ -58,7 +62,7 @@ def check(paths, backend, jobs, timeout, batch, junit_path, json_path, known_pat
                ((junit_path, "--junit", report.junit), (json_path, "--json", report.json_lines))
                if path]
     progress = _Progress(quiet)
-    result = conformance.run(paths, backends, jobs=jobs, timeout=timeout, known_lists=known_paths,
+    result = conformance.run(paths, chosen, jobs=jobs, timeout=timeout, known_lists=known_paths,
                              use_default_known=not no_default_known, on_record=progress,
                              explain=explain, batch=batch)
     progress.done()
@@ -69,15 +73,7 @@ def check(paths, backend, jobs, timeout, batch, junit_path, json_path, known_pat
                 click.echo(f"{r['file']}#{r['module']} ({r['backend']}): {r['explain']}")
     for output, form in reports:
         output.write(form(result))
-    sys.exit(1 if result.failed else 0)
-
-
-def _has_gpu() -> bool:
-    try:
-        import jax  # start-up: only to look for a GPU
-        return bool(jax.devices("gpu"))
-    except Exception:
-        return False
+    sys.exit(status.FAILED if result.failed else status.SUCCESS)
 
 
 class _Progress:

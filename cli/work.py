@@ -18,11 +18,11 @@ import numpy as np
 import hlogen as hg
 from hlogen import files
 from hlogen import types as T
-from hlogen.backends import Kind, get as declaration
+from hlogen.backends import INTERPRET, Kind, compiles, get as declaration
 from hlogen.errors import ExecutionError, HlogenError, InputError, UnsupportedError
 from hlogen.runtime.arrays import flatten_arguments
 from hlogen.runtime.cache import ExecutableCache
-from hlogen_cli import compare, compiled as compiled_files, inputs, isolation, replicas, \
+from hlogen_cli import compare, compiled as compiled_files, inputs, isolation, replicas, status, \
     samples, sources
 from hlogen_cli.options import RunOptions
 
@@ -32,6 +32,8 @@ def run(file: str, function_name: str | None, options: dict, default_inputs=None
     differs from the interpreter's or the expected one. `default_inputs(comp)`: the
     arguments when no --input is given (`hlogen samples run`)."""
     o = RunOptions(**options)
+    if o.backend is not None:
+        declaration(o.backend)  # an unknown name: exit 2, with the names there are
     read = [file, *inputs.files_named([*o.input_specs, *o.expected_specs])]
     plan = compare.output_plan(o.output_specs, read)
     if o.profile:
@@ -44,8 +46,8 @@ def run(file: str, function_name: str | None, options: dict, default_inputs=None
     if o.is_distributed:
         _join(o.join_arguments(isolation.elapsed()))
     backends = [o.backend or (from_file and from_file.backend)] + \
-        (["interpret"] if o.check_interpret else [])
-    if o.profile and backends[0] == "interpret":
+        ([INTERPRET.name] if o.check_interpret else [])
+    if o.profile and backends[0] and declaration(backends[0]).kind is Kind.INTERPRETER:
         raise InputError("--profile traces XLA's compile and runs; the interpreter has no trace")
     # --profile DIR: jax's trace of the compile and the runs (the interpreter's left out)
     with _profile().trace(o.profile) if o.profile else contextlib.nullcontext() as traced:
@@ -69,7 +71,7 @@ def run(file: str, function_name: str | None, options: dict, default_inputs=None
     failed = False
     if o.check_interpret and not_compared is None:
         failed |= not _compared(got, runs[1]["results"], local, o,
-                                f"{runs[0]['backend']} vs interpret: ", "interpret")
+                                f"{runs[0]['backend']} vs {INTERPRET.name}: ", INTERPRET.name)
         if failed and o.explain:
             # it imports jax: here, not at the top, for the child's start-up (see compiled)
             from hlogen.conformance import first_divergence
@@ -84,7 +86,7 @@ def run(file: str, function_name: str | None, options: dict, default_inputs=None
     if not_compared is not None:
         raise UnsupportedError(f"--check-interpret compared nothing: {not_compared}")
     if failed:
-        sys.exit(1)
+        sys.exit(status.FAILED)
 
 
 _AGREES = ("every intermediate value of @main agrees within 3 ULP (or --rtol); the "
@@ -172,7 +174,7 @@ class Compiled:
 
 def compiled(comp, backend: str | None, no_cache: bool, num_replicas: int = 1,
              from_file=None) -> Compiled:
-    """An executable for `backend` ("interpret" included): loaded from `from_file` (a
+    """An executable for `backend` (the interpreter included): loaded from `from_file` (a
     compiled file), else through the persistent executable cache unless `no_cache`."""
     isolation.status("compile", backend=backend)
     declared = None if backend is None else declaration(backend)
@@ -201,7 +203,7 @@ def _run_on(comp, backend, per_replica_args: list, local: list, o: RunOptions,
     replicas --repeat times: the backend, what was done to compile, the time of each
     call, and the last results (one list of leaf arrays per replica)."""
     done = compiled(comp, backend, o.no_cache, o.replicas,
-                    from_file if backend != "interpret" else None)
+                    None if backend and not compiles(backend) else from_file)
     exe = done.executable
     if list(exe.local_replicas) != local:
         raise RuntimeError(f"this process runs replicas {exe.local_replicas}, the command "

@@ -1,0 +1,1 @@
+"""One module per command of `hlogen` (the table of them is hlogen_cli.main.COMMANDS)."""

@@ -1,0 +1,68 @@
+"""`hlogen graph`: a module drawn as DOT, SVG or one HTML page.
+
+It draws the module as written (hlogen.graph) in this process; `--optimized` draws XLA's
+optimized HLO, which needs a compile: that work (`draw_optimized`) runs in a child process
+(hlogen_cli.isolation), as `compile`'s does, so that an abort in XLA is an error, not a crash.
+"""
+from __future__ import annotations
+
+import click
+
+from hlogen import drawing
+from hlogen import graph as graphs
+from hlogen.files import Output
+from hlogen_cli import isolation, sources
+from hlogen_cli.options import backend_option, function_option, output_option
+from hlogen_cli.reporting import reports_errors
+
+
+@click.command()
+@click.argument("file", metavar="IN", type=click.Path(dir_okay=False, allow_dash=True))
+@function_option("The @hg.function of a .py FILE (default: its only one), or a public "
+                 "function of a module (default: main, with every function it calls).")
+@click.option("--optimized", is_flag=True,
+              help="Draw XLA's optimized HLO for --backend (fusions as clusters) instead of "
+                   "the module as written; .dot and .svg are XLA's own rendering.")
+@backend_option("With --optimized: the PJRT backend that compiles (cpu, gpu or a plugin; "
+                "default: jax's default device).")
+@output_option("The file to write; its suffix picks the form: .dot (Graphviz's text), "
+               ".svg (needs Graphviz's dot), .html (one page that opens offline).",
+               metavar="OUT.{dot,svg,html}", required=True)
+@reports_errors
+def command(file, function_name, optimized, backend, output):
+    """Draw a module as a graph: DOT, SVG or one HTML page.
+
+    IN is StableHLO in any form hg.load reads (- reads standard input), or a .py file
+    of @hg.function definitions. One node per op with its shape and source line;
+    regions (loop bodies, branches, reducers) as clusters."""
+    drawing.check_output(output)
+    checked = Output(output, "-o", inputs=[file])  # before any work
+    if optimized:
+        isolation.in_child("commands.graph:draw_optimized",
+                           {"file": file, "function_name": function_name, "backend": backend,
+                            "output": output}, file)
+        return
+    comp = sources.computation_from(file, function_name)
+    _write(graphs.of(comp), checked, comp.signature())
+
+
+def draw_optimized(file: str, function_name: str | None, backend: str | None, output: str) -> None:
+    """In the child: compile with XLA and draw its optimized HLO."""
+    # here, not at the top: start-up (jax starts for --optimized only)
+    from hlogen.runtime import inspection, pjrt
+    comp = sources.computation_from(file, function_name)
+    isolation.status("compile", backend=backend)
+    exe = pjrt.compile(comp, backend)
+    graph = inspection.optimized_graph(exe)
+    dot = None if drawing.check_output(output) in drawing.HTML else inspection.xla_dot(exe)
+    _write(graph, Output(output, "-o", inputs=[file]), f"{comp.signature()} on {exe.backend}",
+           dot)
+
+
+def _write(graph, output: Output, subtitle: str, dot: str | None = None) -> None:
+    output.write(drawing.render(graph, str(output), subtitle, dot).encode())
+    if dot is not None:
+        click.echo(f"{output}: XLA's own rendering of {graph.title}")
+        return
+    click.echo(f"{output}: {graph.title}: {len(graph.nodes)} nodes, {len(graph.edges)} edges, "
+               f"{len(graph.clusters)} clusters")
