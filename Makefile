@@ -58,6 +58,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/random_inputs.py
 	$(PY) benchmarks/compare.py
 	$(PY) benchmarks/pass_bisection.py
+	$(PY) benchmarks/plugin.py
 
 clean:
 	rm -rf $(VENV) out .pytest_cache .hypothesis *.egg-info

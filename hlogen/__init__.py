@@ -29,7 +29,7 @@ from hlogen.function import Function, function  # noqa: E402
 from hlogen.loading import load  # noqa: E402
 from hlogen.ops.convolution import ConvDimensionNumbers  # noqa: E402
 from hlogen.ops.linalg import DotDimensionNumbers  # noqa: E402
-from hlogen.runtime import compile, interpret  # noqa: E402
+from hlogen.runtime import compile, interpret, load_plugin  # noqa: E402
 from hlogen.types import (ELEMENT_TYPES, ElementType, Shape, TokenShape,  # noqa: E402
                           TupleShape, element_type, token, tuple_shape)
 from hlogen.types import (bf16, c64, c128, f4e2m1fn, f6e2m3fn, f6e3m2fn,  # noqa: E402
@@ -40,7 +40,8 @@ from hlogen.types import (bf16, c64, c128, f4e2m1fn, f6e2m3fn, f6e3m2fn,  # noqa
 __version__ = "0.1.0"
 
 __all__ = [
-    "Builder", "Op", "Computation", "Function", "load", "compile", "interpret", "function",
+    "Builder", "Op", "Computation", "Function", "load", "compile", "interpret", "load_plugin",
+    "function",
     "ops", "passes", "distributed", "graph", "differential", "random_inputs", "zero_inputs",
     "HlogenError", "ShapeError", "InputError", "UnsupportedError",
     "ExecutionError", "ELEMENT_TYPES", "ElementType", "Shape", "TupleShape", "TokenShape",

@@ -23,13 +23,14 @@ from __future__ import annotations
 import dataclasses
 import enum
 import os
+import threading
 from typing import Callable, Mapping
 
 from jaxlib.mlir import ir
 
 from hlogen import decompositions, mlir, random_bits
 from hlogen import types as T
-from hlogen.errors import InputError
+from hlogen.errors import InputError, UnsupportedError
 from hlogen.ops import collectives
 from hlogen.ops.custom_call import pjrt_refusal
 from hlogen.ops.random import NORMAL_TYPES, UNIFORM_TYPES
@@ -57,6 +58,11 @@ class Refusal:
         return found if isinstance(found, str) else self.why
 
 
+# The facts of a plugin's identity that key its executables: one plugin's executable is
+# never loaded by another (another library, version, or build of the same file)
+IDENTIFYING = ("library", "modified", "version", "platform", "platform_version", "pjrt_c_api")
+
+
 @dataclasses.dataclass(frozen=True)
 class Backend:
     name: str          # what users type: --backend NAME, hg.compile(backend=NAME)
@@ -71,7 +77,8 @@ class Backend:
     rewrites: tuple = tuple(XLA_SEMANTICS)  # hlogen.rewrites entries, tried in order
     readable: frozenset | None = None  # None: every element type
     xla_options: tuple = ()  # (name, value) pairs every compile gets (see with_options)
-    identity: Mapping[str, str] = dataclasses.field(default_factory=dict)  # a plugin's facts
+    # a PJRT plugin's facts: its library, what it says of itself (hlogen.runtime.plugins)
+    identity: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
     def __str__(self) -> str:
         return self.name
@@ -86,6 +93,17 @@ class Backend:
         if self.dialects is not None and not op.name.startswith(self.dialects):
             return f"it runs {' and '.join(d.rstrip('.') for d in self.dialects)} ops only"
         return None
+
+    @property
+    def library(self) -> str | None:
+        """A PJRT plugin's library, whose XLA compiles for it (and takes its XLA options);
+        None for jaxlib's backends."""
+        return self.identity.get("library")
+
+    def identity_key(self) -> str:
+        """What tells this backend's executables from another library's, in the keys of the
+        executable caches and compiled files: a plugin's IDENTIFYING facts ("" for jaxlib's)."""
+        return ";".join(f"{k}={self.identity[k]}" for k in IDENTIFYING if k in self.identity)
 
     def reads_as_is(self, et: T.ElementType) -> bool:
         return self.readable is None or et.name in self.readable
@@ -106,6 +124,26 @@ class Backend:
 
 
 BACKENDS: dict[str, Backend] = {}  # by name, in the order declared
+# Backends found but not usable (a PJRT plugin that failed to load): name -> why
+UNAVAILABLE: dict[str, str] = {}
+# What declares the backends found at run time (PJRT plugins: hlogen.runtime adds its
+# discovery, which starts jax; this layer imports none of it): each runs once, when
+# `discover` is called or `get` is asked for a name not declared.
+_discoveries: list[Callable[[], None]] = []
+_discovering = threading.RLock()  # a thread asking during discovery waits for its end
+
+
+def on_discovery(discover_more: Callable[[], None]) -> None:
+    _discoveries.append(discover_more)
+
+
+def discover() -> dict[str, Backend]:
+    """Every backend: the ones declared, and the ones discovery finds (each installed PJRT
+    plugin, loaded on the first call; hlogen.runtime.plugins)."""
+    with _discovering:
+        while _discoveries:
+            _discoveries.pop(0)()
+    return BACKENDS
 
 
 def compiles(name) -> bool:
@@ -133,6 +171,10 @@ def get(name) -> Backend:
         return name
     found = BACKENDS.get(name)
     if found is None:
+        found = discover().get(name)
+    if found is None:
+        if name in UNAVAILABLE:
+            raise UnsupportedError(f"backend {name!r} cannot be used: {UNAVAILABLE[name]}")
         raise InputError(f"backend must be one of {', '.join(BACKENDS)} (or None for jax's "
                          f"default device), got {name!r}")
     return found

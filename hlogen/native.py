@@ -80,12 +80,27 @@ def end_with_parent(parent: int) -> None:
         os._exit(1)
 
 
+# what every child of hlogen is given besides this process's environment: each gives
+# variables as a child starts (the PJRT plugins loaded here by path, which a child loads too)
+_passed: list = []
+
+
+def pass_to_children(variables) -> None:
+    """Every child hlogen starts from now on gets the environment variables that
+    `variables()` (a dict) gives as it starts, over this process's."""
+    if variables not in _passed:
+        _passed.append(variables)
+
+
 def child_environment(extra: dict | None = None) -> dict:
-    """The environment of a child of hlogen: this one, with this hlogen importable first
-    and `extra` on top."""
+    """The environment of a child of hlogen: this one, with this hlogen importable first,
+    what `pass_to_children` gives, and `extra` on top."""
     package_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    return dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [package_parent, *filter(None, [os.environ.get("PYTHONPATH")])]), **(extra or {}))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [package_parent, *filter(None, [os.environ.get("PYTHONPATH")])]))
+    for variables in _passed:
+        env.update(variables())
+    return dict(env, **(extra or {}))
 
 
 def run_child(code: str, data: bytes, args: list, seconds: float, env: dict | None = None):

@@ -112,7 +112,7 @@ def test_the_interpreter_takes_no_options(log_exp):
 
 
 def test_without_the_descriptor_xla_refuses_unknown_names(log_exp, monkeypatch):
-    monkeypatch.setattr(X, "fields", lambda: {})
+    monkeypatch.setattr(X, "fields", lambda library=None: {})
     with pytest.raises(hg.InputError, match="No such compile option"):
         hg.compile(log_exp, backend="cpu", xla_options={"xla_not_an_option": True})
 

@@ -67,17 +67,20 @@ class Side:
     def of(cls, spec, xla_options=None) -> "Side":
         """A Side from a Side, or a backend name ("hlo:cpu" for the route through HLO)."""
         if isinstance(spec, Side):
-            merged = dict(spec.xla_options) | dict(options_of.check(xla_options))
-            return dataclasses.replace(spec, xla_options=options_of.check(merged))
+            library = backends.get(spec.backend).library
+            merged = dict(spec.xla_options) | dict(options_of.check(xla_options, library))
+            return dataclasses.replace(spec, xla_options=options_of.check(merged, library))
         if not isinstance(spec, str):
             raise InputError(f"a side is a backend name or a Side, got {spec!r}")
         through = spec.startswith(HLO_ROUTE)
         backend = spec[len(HLO_ROUTE):] if through else spec
-        if backend not in backends.BACKENDS:
+        try:
+            declared = backends.get(backend)  # a PJRT plugin's name finds it
+        except InputError:
             raise InputError(f"no backend named {backend!r}; the backends are "
                              f"{', '.join(backends.BACKENDS)}, each also as {HLO_ROUTE}NAME "
-                             f"(through HLO)")
-        return cls(backend, options_of.check(xla_options), through)
+                             f"(through HLO)") from None
+        return cls(backend, options_of.check(xla_options, declared.library), through)
 
     @property
     def label(self) -> str:

@@ -71,7 +71,7 @@ def passes_that_ran(computation: Computation, backend: str = "cpu", xla_options=
     `xla_options` (compiled in a child process, whose log is read)."""
     if not backends.compiles(backend):
         raise InputError(f"{backends.get(backend).words} runs no HLO passes: name an XLA backend")
-    options = [list(o) for o in options_of.check(xla_options)]
+    options = [list(o) for o in options_of.check(xla_options, backends.get(backend).library)]
     child = native.run_child(_CHILD, computation.to_bytecode(), [backend, json.dumps(options)],
                              seconds, env=_LOGGING)
     if child is None:

@@ -14,7 +14,7 @@ import pickle
 import sys
 import tempfile
 
-from hlogen import loading, native
+from hlogen import backends, loading, native
 from hlogen.computation import Computation
 from hlogen.differential.compare import run_on
 from hlogen.errors import ExecutionError, HlogenError
@@ -54,7 +54,8 @@ class IsolatedRunner:
                                    "backend": self.backend, "options": list(xla_options),
                                    "out": out}, self.seconds)
         if "status" in answer:  # the worker crashed or ran out of time
-            raise ExecutionError(f"{self.name}: {answer['message']}")
+            raise ExecutionError(f"{self.name} on {backends.get(self.backend).words} "
+                                 f"({self.backend}): {answer['message']}")
         if "error" in answer:
             raise ExecutionError(answer["error"])
         with open(out, "rb") as f:

@@ -7,14 +7,20 @@ from hlogen.computation import Computation
 from hlogen.errors import HlogenError, UnsupportedError
 from hlogen.ops.collectives import MAX_REPLICAS
 from hlogen.runtime.interpreter import Interpreted
+from hlogen.runtime import plugins
 from hlogen.runtime import readers  # noqa: F401 - fills hlogen.native (HLO, jax exports)
 from hlogen.runtime import xla_options as _xla_options
+
+# a backend name not declared makes hlogen.backends look for PJRT plugins (once)
+backends.on_discovery(plugins.discover)
+load_plugin = plugins.load_plugin
 
 
 def compile(computation, backend=None, num_replicas=1, num_partitions=1, xla_options=None):
     """An executable of `computation` on `backend`: a name that hlogen.backends declares
-    ("cpu", "gpu", "interpret": the reference interpreter, ...), a Backend, or None for
-    jax's default device.
+    ("cpu", "gpu", "interpret": the reference interpreter, each PJRT plugin installed or
+    loaded with `load_plugin`: hlogen.runtime.plugins), a Backend, or None for jax's
+    default device.
 
     The executable takes numpy arrays (one per parameter) and returns numpy arrays
     (a tuple for several results). Executables are cached by module, backend, replica
@@ -37,7 +43,7 @@ def compile(computation, backend=None, num_replicas=1, num_partitions=1, xla_opt
     if num_partitions != 1:
         raise UnsupportedError(f"num_partitions={num_partitions}: hlogen runs replicas, "
                                f"one partition each (SPMD partitioning is not supported)")
-    options = _xla_options.check(xla_options)
+    options = _xla_options.check(xla_options, declared and declared.library)
     if declared is not None and declared.kind is Kind.INTERPRETER:
         if options:
             raise UnsupportedError(f"the reference interpreter takes no XLA options (given "

@@ -10,6 +10,9 @@ What is used, and why:
   that 64-bit arguments are neither canonicalized to 32 bits nor refused;
 - `xla_bridge` and the `jax_num_cpu_devices` option: how many CPU devices the CPU
   backend starts with (replicas), which only counts before any backend starts;
+- `xla_bridge.register_plugin` and its backend factories: PJRT plugins (the client of
+  one hlogen loads is started here and kept apart from jax's backends; the ones jax's
+  own discovery registered are read from its tables);
 - `jaxlib._hlo`: XLA's optimized HLO modules as objects (instructions, operands) and
   XLA's own DOT renderer of them (hlogen.runtime.inspection draws them);
 - for hlogen.xla_client (the removed XlaBuilder API): `xla_client`'s Shape,
@@ -19,6 +22,7 @@ What is used, and why:
 """
 from __future__ import annotations
 
+import ctypes
 import os
 import threading
 
@@ -50,7 +54,62 @@ def backend(platform: str | None, cpu_devices: int | None = None):
     """
     if cpu_devices is not None and not backends_started() and cpu_device_count_chosen() is None:
         jax.config.update("jax_num_cpu_devices", cpu_devices)
-    return get_backend(platform)
+    found = _plugin_clients.get(platform)
+    return found if found is not None else get_backend(platform)
+
+
+# -- PJRT plugins --------------------------------------------------------------------------
+
+_plugin_clients: dict = {}  # name -> the client of a PJRT plugin that hlogen loaded
+
+
+def platform_taken(name: str) -> bool:
+    """Whether jax knows a platform `name` already (its own, an alias, a plugin's)."""
+    return _xla_bridge.is_known_platform(name)
+
+
+def load_plugin(name: str, library_path: str):
+    """Registers the PJRT C API library at `library_path` with jax as plugin `name` and
+    starts its client: (client, the PJRT_Api capsule). jax's own backends have started
+    (hlogen.runtime.plugins starts them first): jax keeps the plugin's client out of them."""
+    _xla_bridge.backends()
+    c_api = _xla_bridge.register_plugin(name, library_path=library_path, priority=-100)
+    client = _xla_bridge._backend_factories[name].factory()
+    _plugin_clients[name] = client
+    return client, c_api
+
+
+def plugin_name(client) -> str | None:
+    """The name of the PJRT plugin whose client is `client` (hlogen's or jax's), or None."""
+    for name, found in _plugin_clients.items():
+        if found is client:
+            return name
+    for name, found in _xla_bridge.backends().items():
+        if found is client and _xla_bridge._backend_factories[name].c_api is not None:
+            return name
+    return None
+
+
+def jax_plugins() -> dict:
+    """The PJRT plugins jax's own discovery (jax_plugins packages and entry points) registered
+    and started: name -> (client, PJRT_Api capsule). jax's GPU plugins are hlogen's "gpu"."""
+    started = _xla_bridge.backends()
+    return {name: (client, _xla_bridge._backend_factories[name].c_api)
+            for name, client in started.items()
+            if _xla_bridge._backend_factories[name].c_api is not None
+            and name not in _xla_bridge._platform_aliases and name not in _plugin_clients}
+
+
+def api_address(c_api) -> int:
+    """The address of the PJRT_Api struct in a capsule jax keeps of a plugin."""
+    get = ctypes.pythonapi.PyCapsule_GetPointer
+    get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+    return get(c_api, b"pjrt_c_api")
+
+
+def is_jaxlib_cpu(client) -> bool:
+    """Whether `client` is jaxlib's own CPU client (a plugin's platform may be "cpu" too)."""
+    return client.platform == "cpu" and "PJRT C API" not in client.platform_version
 
 
 def backends_started() -> bool:
@@ -94,7 +153,7 @@ def compile(client, code: bytes, devices: list, options=None, xla_options: tuple
     """A LoadedExecutable of StableHLO `code` (text or bytecode): one replica per device,
     compiled with `xla_options` (XLA's DebugOptions fields by name), or as `options` (an
     xla_client.CompileOptions) say."""
-    if client.platform == "cpu" and _LAPACK_TARGET in code:
+    if _LAPACK_TARGET in code and is_jaxlib_cpu(client):
         _initialize_lapack()
     return client.compile_and_load(code, xla_client.DeviceList(tuple(devices)),
                                    _options(devices, xla_options) if options is None else options)
@@ -155,13 +214,15 @@ def exported_parts(data: bytes) -> dict:
     }
 
 
-def compile_options_key(devices: list, xla_options: tuple = ()) -> str:
+def compile_options_key(devices: list, xla_options: tuple = (), identity: str = "") -> str:
     """What the compile options are, for the key of the persistent cache (XLA_FLAGS too:
-    it changes what XLA compiles)."""
+    it changes what XLA compiles), and whose XLA compiles: `identity`, a PJRT plugin's
+    (Backend.identity_key; "" for jaxlib's own)."""
     options = _options(devices)
     return (f"replicas={options.num_replicas},partitions={options.num_partitions},"
             f"devices={[d.id for d in devices] if len(devices) > 1 else ''},"
-            f"xla_options={list(xla_options)},XLA_FLAGS={os.environ.get('XLA_FLAGS', '')}")
+            f"xla_options={list(xla_options)},XLA_FLAGS={os.environ.get('XLA_FLAGS', '')}"
+            + (f",plugin={identity}" if identity else ""))
 
 
 def jaxlib_version() -> str:
@@ -176,7 +237,7 @@ def serialize(loaded) -> bytes:
 def deserialize(client, data: bytes, devices: list, xla_options: tuple = ()):
     """A LoadedExecutable from `serialize`'s bytes. Only for bytes this process can trust:
     XLA's loader is not hardened against corrupt input (the cache checks a digest first)."""
-    if client.platform == "cpu" and _LAPACK_TARGET in data:  # as for compile: a cached
+    if _LAPACK_TARGET in data and is_jaxlib_cpu(client):  # as for compile: a cached
         _initialize_lapack()  # executable calls the kernels as well (without them, SIGSEGV)
     return client.deserialize_executable(data, xla_client.DeviceList(tuple(devices)),
                                          _options(devices, xla_options))

@@ -63,11 +63,12 @@ def client(platform: str | None, num_replicas: int = 1):
 
 
 def declaration(pjrt) -> Backend:
-    """The declaration (hlogen.backends) of the backend whose client is `pjrt`."""
-    return backends.get(pjrt.platform)
+    """The declaration (hlogen.backends) of the backend whose client is `pjrt` (a plugin's
+    platform may be "cpu" too: a plugin is known by its client)."""
+    return backends.get(_jaxlib.plugin_name(pjrt) or pjrt.platform)
 
 
-def replica_devices(pjrt, num_replicas: int) -> list:
+def replica_devices(pjrt, num_replicas: int, backend: Backend) -> list:
     """The device of each replica: the first local devices of each process in turn,
     the same number per process (so that replicas span every process)."""
     by_process: dict = {}
@@ -80,14 +81,17 @@ def replica_devices(pjrt, num_replicas: int) -> list:
     per_process = num_replicas // processes
     have = min(len(ds) for ds in by_process.values())
     if per_process > have:
-        raise HlogenError(_too_few_devices(pjrt, num_replicas, have * processes))
+        raise UnsupportedError(_too_few_devices(pjrt, num_replicas, have * processes, backend))
     return [d for p in sorted(by_process) for d in by_process[p][:per_process]]
 
 
-def _too_few_devices(pjrt, num_replicas: int, have: int) -> str:
+def _too_few_devices(pjrt, num_replicas: int, have: int, backend: Backend) -> str:
+    if backend.identity:  # a plugin: its devices are its own
+        return (f"num_replicas={num_replicas} needs {num_replicas} devices; {backend.words} "
+                f"has {have} (replica count above the devices available)")
     message = (f"num_replicas={num_replicas} needs {num_replicas} {pjrt.platform} devices; "
                f"{have} are available (replica count above the devices available)")
-    if pjrt.platform == "cpu":
+    if _jaxlib.is_jaxlib_cpu(pjrt):
         chosen = _jaxlib.cpu_device_count_chosen()
         message += (f": the CPU backend had already started with {have} device(s), set by "
                     f"{chosen or 'hlogen (HLOGEN_CPU_DEVICES)'}; start it with more (e.g. "
@@ -107,9 +111,11 @@ def compile(computation: Computation, backend: Backend | str | None = None,
     backend = None if backend is None else backends.get(backend)
     pjrt = client(None if backend is None else backend.platform, num_replicas)
     backend = backend or declaration(pjrt)
-    devices = [pjrt.local_devices()[0]] if num_replicas == 1 else replica_devices(pjrt, num_replicas)
+    devices = [pjrt.local_devices()[0]] if num_replicas == 1 else \
+        replica_devices(pjrt, num_replicas, backend)
     xla_options = _xla_options.merged(backend.xla_options, xla_options)
-    key = (computation.fingerprint, backend.name, tuple(d.id for d in devices), xla_options)
+    key = (computation.fingerprint, backend.name, backend.identity_key(),
+           tuple(d.id for d in devices), xla_options)
     with _cache_lock:
         found = _cache.get(key)
         if found is not None:
@@ -139,6 +145,9 @@ class Executable:
         # the replicas this process passes the inputs of and gets the results of
         self.local_replicas = [r for r, d in enumerate(devices) if d.process_index == me]
         self.cache_outcome = "off"  # or "hit", "miss": what the disk cache did
+        # how the caches and compiled files key its compile options (whose XLA included)
+        self.options_key = _jaxlib.compile_options_key(devices, xla_options,
+                                                       backend.identity_key())
         start = time.perf_counter()
         self._loaded = self._load_or_compile(pjrt, disk_cache)
         self.compile_seconds = time.perf_counter() - start
@@ -171,9 +180,8 @@ class Executable:
             # Keyed by the module before hlogen's pipeline (and hlogen's code, which
             # makes the pipeline), so that a hit skips the pipeline.
             version = _jaxlib.jaxlib_version()
-            key = disk_cache.key(self.computation.fingerprint,
-                                 _jaxlib.compile_options_key(self.devices, self.xla_options), version,
-                                 pjrt.platform, self.device.device_kind)
+            key = disk_cache.key(self.computation.fingerprint, self.options_key, version,
+                                 self.backend, self.device.device_kind)
             payload = disk_cache.load(key, version)
             if payload is not None:
                 try:
@@ -194,30 +202,45 @@ class Executable:
             raise error(f"{self.computation.name}: the {self.backend} backend cannot "
                         f"compile it: {e}") from None
         if key is not None:
-            disk_cache.store(key, _jaxlib.serialize(loaded), jaxlib=_jaxlib.jaxlib_version(),
-                             backend=pjrt.platform, device_kind=self.device.device_kind,
-                             module=self.computation.name)
+            try:
+                payload = _jaxlib.serialize(loaded)
+            except _jaxlib.JaxRuntimeError:  # a plugin that serializes nothing: no entry
+                return loaded
+            disk_cache.store(key, payload, jaxlib=_jaxlib.jaxlib_version(), backend=self.backend,
+                             device_kind=self.device.device_kind, module=self.computation.name,
+                             **({"plugin": dict(self.declaration.identity)}
+                                if self.declaration.identity else {}))
         return loaded
+
+    def _capability(self, what: str, get, *args):
+        """What `get(*args)` gives, or UnsupportedError naming the backend and `what`, where
+        its PJRT client (a plugin's, above all) does not offer it."""
+        try:
+            return get(*args)
+        except _jaxlib.JaxRuntimeError as e:
+            raise UnsupportedError(f"{self.computation.name}: {self.declaration.words} "
+                                   f"({self.backend}) does not give {what}: {e}") from None
 
     def optimized_hlo(self) -> str:
         """XLA's optimized HLO module(s), as text."""
-        return _jaxlib.optimized_hlo(self._loaded)
+        return self._capability("optimized HLO", _jaxlib.optimized_hlo, self._loaded)
 
     def cost_analysis(self) -> dict:
         """XLA's cost analysis: flops, bytes accessed, ..."""
-        return _jaxlib.cost_analysis(self._loaded)
+        return self._capability("a cost analysis", _jaxlib.cost_analysis, self._loaded)
 
     def hlo_modules(self) -> list:
         """XLA's optimized HLO modules, as objects (hlogen.runtime.inspection draws them)."""
-        return _jaxlib.hlo_modules(self._loaded)
+        return self._capability("optimized HLO", _jaxlib.hlo_modules, self._loaded)
 
     def memory_stats(self) -> dict:
         """XLA's memory analysis, in bytes, by XLA's names (inspection.memory_analysis)."""
-        return _jaxlib.memory_stats(self._loaded)
+        return self._capability("a memory analysis", _jaxlib.memory_stats, self._loaded)
 
     def serialize(self) -> bytes:
-        """XLA's serialized executable (same jaxlib and device kind to load it)."""
-        return _jaxlib.serialize(self._loaded)
+        """XLA's serialized executable (same jaxlib, backend, device kind and, for a plugin,
+        the same plugin to load it)."""
+        return self._capability("serialization", _jaxlib.serialize, self._loaded)
 
     def __call__(self, *args):
         # jax's C++ dispatch takes arrays as they are (check_array is not on its path):

@@ -62,9 +62,10 @@ def _library_files() -> list[str]:
     return [os.path.join(folder, n) for n in names if n.endswith((".so", ".dylib", ".pyd"))]
 
 
-def _descriptor() -> bytes | None:
-    """The start of xla/xla.proto's serialized FileDescriptorProto in jaxlib, or None."""
-    for path in _library_files():
+def _descriptor(paths: list[str]) -> bytes | None:
+    """The start of xla/xla.proto's serialized FileDescriptorProto in one of the libraries
+    at `paths`, or None."""
+    for path in paths:
         try:
             with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
                 at = m.find(_DESCRIPTOR)
@@ -116,9 +117,10 @@ def _scalars(message: bytes):
 
 
 @functools.lru_cache(maxsize=None)
-def fields() -> dict[str, Field]:
-    """Every DebugOptions field of this jaxlib, by name ({} where jaxlib holds no descriptor)."""
-    descriptor = _descriptor()
+def fields(library: str | None = None) -> dict[str, Field]:
+    """Every DebugOptions field of this jaxlib, or of the XLA in `library` (a PJRT plugin's:
+    another XLA has other fields), by name ({} where the library holds no descriptor)."""
+    descriptor = _descriptor([library] if library else _library_files())
     return _read_fields(descriptor) if descriptor is not None else {}
 
 
@@ -131,10 +133,11 @@ def parse(text: str) -> tuple[str, str]:
     return name.strip(), value
 
 
-def check(options) -> tuple:
+def check(options, library: str | None = None) -> tuple:
     """`options` (a dict, (name, value) pairs or "NAME=VALUE" strings; None for none) as
     sorted (name, typed value) pairs, ready for `CompileOptions.env_option_overrides`.
-    An unknown name or a value of the wrong type is an InputError."""
+    An unknown name or a value of the wrong type is an InputError. `library`: the XLA
+    that takes them (a PJRT plugin's library; None: jaxlib's)."""
     if options is None:
         return ()
     if isinstance(options, str):
@@ -147,7 +150,7 @@ def check(options) -> tuple:
         if name in typed:
             raise InputError(f"XLA option {name} is given twice; a list of values is one "
                              f"comma-separated value")
-        typed[name] = _typed(name, value)
+        typed[name] = _typed(name, value, library)
     return tuple(sorted(typed.items()))
 
 
@@ -157,8 +160,8 @@ def _pair(option) -> tuple:
     raise InputError(f"an XLA option is a (name, value) pair or NAME=VALUE, got {option!r}")
 
 
-def _typed(name: str, value):
-    known = fields()
+def _typed(name: str, value, library: str | None):
+    known = fields(library)
     if not known:  # no descriptor in this jaxlib: XLA checks when it compiles
         return value if isinstance(value, (bool, int, float, str)) else str(value)
     field = known.get(name)
