@@ -18,7 +18,7 @@ from hlogen.runtime import cache
 MAGIC = b"hlogen-compiled 1\n"
 # what the header must agree on, and how it is said
 _CHECKED = {"backend": "backend", "device_kind": "device kind", "jaxlib": "jaxlib",
-            "options": "compile options (replicas and devices)"}
+            "options": "compile options (replicas, devices, XLA options, a PJRT plugin's identity)"}
 
 
 def is_compiled(data: bytes) -> bool:

@@ -198,7 +198,8 @@ class _Watch:
                     f"the other processes did not all come to {status['coordinator']} within "
                     f"{status['timeout_seconds']} s (jax's distributed runtime {how}){last}")
         who = {"start": "hlogen", "explain": "XLA or the interpreter"}.get(
-            status["phase"], "the interpreter" if status.get("backend") == "interpret" else "XLA")
+            status["phase"], status.get("words") or (
+                "the interpreter" if status.get("backend") == "interpret" else "XLA"))
         doing = {"compile": "compiling", "run": "running", "explain": "explaining a difference in"}
         return f"{who} {how} while {doing.get(status['phase'], 'reading')} {file}{last}"
 
@@ -269,9 +270,16 @@ def _send(tag: bytes, payload: bytes) -> None:
 def status(phase: str, **info) -> None:
     """Tells the watching parent what the work is doing (nothing outside a child):
     phase "join", "compile", "run" or "explain" (with backend; done and total when
-    counted)."""
-    if _pipe is not None:
-        _send(_STATUS, json.dumps(dict(info, phase=phase)).encode())
+    counted). A PJRT plugin's name comes with the words that name it, for the message
+    that says it ended the process."""
+    if _pipe is None:
+        return
+    if info.get("backend") is not None:
+        from hlogen import backends  # here, not at the top: start-up (the parent imports no hlogen)
+        declared = backends.get(info["backend"])
+        if declared.identity:  # a plugin: third-party native code
+            info["words"] = declared.words
+    _send(_STATUS, json.dumps(dict(info, phase=phase)).encode())
 
 
 class _Frames(io.RawIOBase):

@@ -31,7 +31,7 @@ COMMANDS = {
     "graph": ("graph", "Draw a module as a graph: DOT, SVG or one HTML page."),
     "view": ("view", "Open a module in Model Explorer (the extra hlogen[view])."),
     "cache": ("cache", "The executable cache of run and compile"),
-    "devices": ("devices", "List the backends and devices hlogen can run on."),
+    "devices": ("devices", "List the backends and devices hlogen can run on"),
     "samples": ("samples", "The sample computations (samples/*.py): list them, show one, run one."),
     "completion": ("completion", "Print the shell completion script"),
 }

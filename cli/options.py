@@ -4,6 +4,7 @@ that do not go together are refused there (exit 2) at no cost."""
 from __future__ import annotations
 
 import dataclasses
+import os
 
 import click
 
@@ -26,11 +27,34 @@ class BackendName(click.ParamType):
         return completion.backend_names(ctx, param, incomplete)
 
 
+# hlogen.runtime.plugins reads it; children inherit it (the command line's parent, which
+# imports no hlogen, passes --plugin on this way)
+PLUGINS_VARIABLE = "HLOGEN_PLUGINS"
+
+
+def _add_plugins(ctx, param, values):
+    if values:
+        given = [os.environ.get(PLUGINS_VARIABLE, ""), *values]
+        os.environ[PLUGINS_VARIABLE] = ",".join(filter(None, given))
+
+
+plugin_option = click.option(
+    "--plugin", multiple=True, metavar="PATH.so[:NAME]", expose_value=False, is_eager=True,
+    callback=_add_plugins, shell_complete=completion.files,
+    help="Load a PJRT C API library as backend NAME (default: from the file's name, "
+         "libfoo_pjrt.so is foo_pjrt), as $HLOGEN_PLUGINS=PATH[:NAME],... does; installed "
+         "plugins are found without it. Repeatable.")
+
+
 def backend_option(help_text: str = "A backend: cpu, gpu, interpret (the StableHLO reference "
-                                    "interpreter) or an installed PJRT plugin; `hlogen devices` "
-                                    "lists them (default: jax's default device)."):
-    return click.option("--backend", type=BackendName(), default=None, metavar="NAME",
-                        help=help_text)
+                                    "interpreter) or a PJRT plugin (installed, or --plugin); "
+                                    "`hlogen devices` lists them (default: jax's default "
+                                    "device)."):
+    """--backend NAME, and --plugin with it (a plugin is one more backend)."""
+    def decorate(command):
+        return click.option("--backend", type=BackendName(), default=None, metavar="NAME",
+                            help=help_text)(plugin_option(command))
+    return decorate
 
 
 def function_option(help_text: str = "The @hg.function of a .py file (default: its only one), "

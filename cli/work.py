@@ -193,7 +193,7 @@ def compiled(comp, backend: str | None, no_cache: bool, num_replicas: int = 1,
             f"compiled (this XLA could not load the executable of {from_file.where})"
     elif exe.cache_outcome == "miss" and not cache.stored:
         how = f"compiled; not stored: the cache folder {cache.folder} cannot be written"
-    return Compiled(exe, how, _jaxlib.jaxlib_version(), _jaxlib.compile_options_key(exe.devices),
+    return Compiled(exe, how, _jaxlib.jaxlib_version(), exe.options_key,
                     cache.loaded if isinstance(cache, _Cache) and exe.cache_outcome == "hit" else None)
 
 

@@ -32,7 +32,7 @@ from jaxlib.mlir.dialects import stablehlo
 from hlogen import mlir, semantics
 from hlogen import types as T
 from hlogen.builder import InsertingBuilder, Op
-from hlogen.ops import collectives, elementwise
+from hlogen.ops import elementwise
 
 
 @dataclasses.dataclass(frozen=True)
@@ -280,7 +280,9 @@ def _every_replica(b, op, operands):
     return None
 
 
-for _name in sorted(collectives.OPS | {"stablehlo.cross-replica-sum"}):
+for _name in ("stablehlo.all_gather", "stablehlo.all_reduce", "stablehlo.all_to_all",
+              "stablehlo.collective_broadcast", "stablehlo.reduce_scatter",
+              "stablehlo.cross-replica-sum"):  # the ops that have replica_groups
     rule(XLA_SEMANTICS, _name, "empty replica groups mean every replica, one group (XLA CPU "
          "dies with SIGFPE on an AllToAll without groups, the interpreter aborts on any "
          "collective without them)", _no_replica_groups)(_every_replica)

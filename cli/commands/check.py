@@ -10,7 +10,7 @@ from hlogen.conformance import files as conformance_files, report
 from hlogen.conformance.sample import stratified
 from hlogen.errors import HlogenError
 from hlogen.files import Output
-from hlogen.runtime import available
+from hlogen.runtime import available, plugins
 from hlogen_cli import status
 from hlogen_cli.options import backend_option
 from hlogen_cli.reporting import reports_errors
@@ -48,6 +48,7 @@ def command(paths, backend, jobs, timeout, batch, junit_path, json_path, known_p
     """Run StableHLO conformance files (PATHS: files or directories of .mlir) and judge
     the results by StableHLO's check rules. Exit status 1 when any module fails that is
     not a known deviation, 2 for bad arguments."""
+    plugins.discover(isolate=True)  # each loaded in a child first: one that crashes is left out
     if backend in (None, ALL):
         chosen = [b.name for b in backends.BACKENDS.values() if available(b)]
     elif not available(backends.get(backend)):

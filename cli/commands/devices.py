@@ -8,17 +8,30 @@ import click
 from hlogen import backends
 from hlogen.backends import Kind
 from hlogen.errors import HlogenError
+from hlogen.runtime import plugins
+from hlogen_cli.options import plugin_option
 from hlogen_cli.reporting import reports_errors
 
 
 @click.command()
+@plugin_option
 @reports_errors
 def command():
-    """List the backends and devices hlogen can run on."""
+    """List the backends and devices hlogen can run on: jaxlib's cpu and gpu, the
+    StableHLO reference interpreter, and every PJRT plugin installed or given with
+    --plugin (each loaded in a child process first, so that one that crashes is listed
+    as not available, with why)."""
     from hlogen.runtime import pjrt  # here, not at the top: start-up (it starts jax)
+    plugins.discover(isolate=True)
     for backend in backends.BACKENDS.values():
         if backend.kind is Kind.INTERPRETER:
             click.echo(f"{backend.name}: {backend.description}; {_refusals(backend)}")
+            continue
+        if backend.identity:  # a plugin: what loading it learned
+            facts = backend.identity
+            click.echo(f"{backend.name}: {backend.description}; platform version "
+                       f"{facts['platform_version']}, PJRT C API {facts['pjrt_c_api']}, "
+                       f"XLA options: {facts['xla_options']}; found as {facts['source']}")
             continue
         try:
             client = pjrt.client(backend.platform)
@@ -38,6 +51,8 @@ def command():
         for d in found:
             click.echo(f"{backend.name}: {d.device_kind} (id {d.id}, {client.platform} "
                        f"{client.platform_version})")
+    for name, why in backends.UNAVAILABLE.items():
+        click.echo(f"{name}: not available: {why}")
 
 
 def _refusals(backend) -> str:

@@ -1,10 +1,12 @@
 """`hlogen check`: conformance files -> tasks -> workers -> judged records -> reports."""
 from __future__ import annotations
 
+import copy
 import dataclasses
 import os
 import time
 
+from hlogen import backends as declared
 from hlogen import types as T
 from hlogen.backends import compiles
 from hlogen.conformance import files, known, pool
@@ -80,7 +82,42 @@ def run(paths, backends, jobs: int | None = None, timeout: float = 120.0, known_
         raise ExecutionError(str(e)) from None
     order = {(t["file"], t["module"], t["backend"]): i for i, t in enumerate(tasks)}
     records.sort(key=lambda r: order.get((r["file"], r["module"], r["backend"]), 1 << 30))
+    _beside_jaxlib_cpu(records, plans, entries, jobs, timeout, batch)
     return Run(records, list(backends), time.perf_counter() - start, jobs, entries)
+
+
+def _beside_jaxlib_cpu(records: list, plans: dict, entries: list, jobs: int, timeout: float,
+                       batch: int) -> None:
+    """Each failure of a PJRT plugin says whether jaxlib's own cpu fails the module too
+    (then a known XLA deviation is known on the plugin as well) or only the plugin does.
+    cpu's records come from this run, or from running cpu on those modules now (judged
+    against a copy of the known-deviation list: they are not this run's)."""
+    failures = [r for r in records
+                if r["status"] in FAILING and declared.get(r["backend"]).identity]
+    if not failures:
+        return
+    cpu = {(r["file"], r["module"]): r for r in records if r["backend"] == declared.CPU.name}
+    missing = sorted({(r["file"], r["module"]) for r in failures} - set(cpu))
+    if missing:
+        aside = copy.deepcopy(entries)
+
+        def keep(record, done=None, total=None):
+            finish_record(record, plans.get(record["file"]), aside)
+            cpu[(record["file"], record["module"])] = record
+
+        pool.run_tasks([{"file": f, "module": m, "backend": declared.CPU.name} for f, m in missing],
+                       jobs, timeout, keep, batch=batch)
+    for r in failures:
+        twin = cpu.get((r["file"], r["module"]))
+        if twin is None:
+            continue
+        if twin["status"] == "known":
+            r["was"], r["status"] = r["status"], "known"
+            r["known"] = f"as on jaxlib's cpu: {twin['known']}"
+        elif twin["status"] in FAILING:
+            r["message"] += f" (jaxlib's cpu fails it too: {twin['status']})"
+        else:
+            r["message"] += f" (only on {r['backend']}: jaxlib's cpu gives {twin['status']})"
 
 
 def finish_record(record: dict, plan, entries: list) -> None:
