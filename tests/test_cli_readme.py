@@ -26,8 +26,9 @@ README_PORT = "localhost:12355"
 BACKGROUND_SECONDS = 120
 
 
-def _session() -> str:
-    section = (ROOT / "README.md").read_text().split("## Command line\n", 1)[1].split("\n## ", 1)[0]
+def _session(title: str = "Command line") -> str:
+    """The first console block of the README's section `title`."""
+    section = (ROOT / "README.md").read_text().split(f"## {title}\n", 1)[1].split("\n## ", 1)[0]
     return re.search(r"```console\n(.*?)```", section, re.S).group(1)
 
 
@@ -79,11 +80,20 @@ def _wait(background: list[subprocess.Popen]) -> None:
 
 
 def test_every_command_of_the_command_line_section(tmp_path, monkeypatch):
+    run_session("Command line", tmp_path, monkeypatch, at_least=10)
+
+
+def run_session(title: str, tmp_path, monkeypatch, at_least: int = 1, prepare=None) -> None:
+    """Runs every command of the README section `title`'s console block, in a fresh
+    clone (to which `prepare(clone)` adds what the section reads)."""
     monkeypatch.setenv("HLOGEN_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.chdir(fresh_clone(tmp_path))
+    clone = fresh_clone(tmp_path)
+    if prepare is not None:
+        prepare(clone)
+    monkeypatch.chdir(clone)
     port = f"localhost:{free_port()}"
-    commands = re.split(r"^\$ ", _session(), flags=re.M)[1:]
-    assert len(commands) >= 10
+    commands = re.split(r"^\$ ", _session(title), flags=re.M)[1:]
+    assert len(commands) >= at_least
     background: list[subprocess.Popen] = []
     try:
         for command in commands:

@@ -1,0 +1,27 @@
+"""README "Testing your PJRT plugin" runs as written, with xla-cpu-pjrt (installed by
+`make test`), in a fresh clone beside a few of StableHLO's conformance files (the
+section's clone of openxla/stablehlo)."""
+from __future__ import annotations
+
+import pathlib
+import shutil
+
+from tests.test_cli_readme import run_session
+
+CONFORMANCE = pathlib.Path(__file__).resolve().parent.parent.parent / "shared" / "conformance" / "stablehlo"
+
+
+def _stablehlo_clone(clone: pathlib.Path) -> None:
+    testdata = clone / "stablehlo" / "testdata"
+    testdata.mkdir(parents=True)
+    for name in ("abs_float32_20_20", "cbrt_float32_20_20", "sin_float32_20_20",
+                 "add_float32_20_20_float32_20_20"):
+        shutil.copy(CONFORMANCE / "testdata" / f"{name}.mlir", testdata)
+    interpret = clone / "stablehlo" / "tests" / "interpret"
+    interpret.mkdir(parents=True)
+    shutil.copy(CONFORMANCE / "tests" / "interpret" / "bitcast_convert.mlir", interpret)
+
+
+def test_testing_your_pjrt_plugin(tmp_path, monkeypatch):
+    run_session("Testing your PJRT plugin", tmp_path, monkeypatch, at_least=5,
+                prepare=_stablehlo_clone)
