@@ -18,13 +18,23 @@ import numpy as np
 import hlogen as hg
 from hlogen import files
 from hlogen import types as T
-from hlogen.backends import INTERPRET, Kind, compiles, get as declaration
+from hlogen import backends as declared_backends
+from hlogen.backends import INTERPRET, Kind, compiles
+from hlogen.runtime import plugins
 from hlogen.errors import ExecutionError, HlogenError, InputError, UnsupportedError
 from hlogen.runtime.arrays import flatten_arguments
 from hlogen.runtime.cache import ExecutableCache
 from hlogen_cli import compare, compiled as compiled_files, inputs, isolation, replicas, status, \
     samples, sources
 from hlogen_cli.options import RunOptions
+
+
+def declaration(name: str):
+    """The backend declared as `name`; a plugin's name finds the plugins, each probed in
+    a child process first (one that ends the process is refused, naming the signal)."""
+    if name not in declared_backends.BACKENDS:
+        plugins.discover(isolate=True)
+    return declared_backends.get(name)
 
 
 def run(file: str, function_name: str | None, options: dict, default_inputs=None) -> None:

@@ -11,7 +11,7 @@ import click
 from hlogen import drawing
 from hlogen import graph as graphs
 from hlogen.files import Output
-from hlogen_cli import isolation, sources
+from hlogen_cli import isolation, sources, work
 from hlogen_cli.options import backend_option, function_option, output_option
 from hlogen_cli.reporting import reports_errors
 
@@ -52,7 +52,7 @@ def draw_optimized(file: str, function_name: str | None, backend: str | None, ou
     from hlogen.runtime import inspection, pjrt
     comp = sources.computation_from(file, function_name)
     isolation.status("compile", backend=backend)
-    exe = pjrt.compile(comp, backend)
+    exe = pjrt.compile(comp, None if backend is None else work.declaration(backend))
     graph = inspection.optimized_graph(exe)
     dot = None if drawing.check_output(output) in drawing.HTML else inspection.xla_dot(exe)
     _write(graph, Output(output, "-o", inputs=[file]), f"{comp.signature()} on {exe.backend}",
