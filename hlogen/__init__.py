@@ -19,10 +19,9 @@ import os
 # XLA's INFO log lines are noise for users; read when jaxlib first loads.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 
-from hlogen import differential, distributed, graph, ops, passes  # noqa: E402  (graph: a Computation's notebook view)
+from hlogen import distributed, graph, ops, passes  # noqa: E402  (graph: a Computation's notebook view)
 from hlogen.builder import Builder, Op  # noqa: E402
 from hlogen.computation import Computation  # noqa: E402
-from hlogen.differential import random_inputs, zero_inputs  # noqa: E402
 from hlogen.errors import ExecutionError, HlogenError, InputError, ShapeError, UnsupportedError  # noqa: E402
 from hlogen.runtime.custom_calls import register_custom_call  # noqa: E402
 from hlogen.function import Function, function  # noqa: E402
@@ -38,6 +37,20 @@ from hlogen.types import (bf16, c64, c128, f4e2m1fn, f6e2m3fn, f6e3m2fn,  # noqa
                           s64, u2, u4, u8, u16, u32, u64)
 
 __version__ = "0.1.0"
+
+# Imported when first used, not by `import hlogen` (its start-up): differential testing.
+_LATER = {"differential": "hlogen.differential", "random_inputs": "hlogen.differential",
+          "zero_inputs": "hlogen.differential"}
+
+
+def __getattr__(name: str):
+    if name not in _LATER:
+        raise AttributeError(f"module 'hlogen' has no attribute {name!r}")
+    import importlib  # here, not at the top: start-up (only a late name needs it)
+    module = importlib.import_module(_LATER[name])
+    value = module if module.__name__ == f"hlogen.{name}" else getattr(module, name)
+    globals()[name] = value
+    return value
 
 __all__ = [
     "Builder", "Op", "Computation", "Function", "load", "compile", "interpret", "load_plugin",
