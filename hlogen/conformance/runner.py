@@ -210,10 +210,10 @@ def judge_results(case: Case, results: list) -> dict:
               **{f"{name}_only": True for name in BOUNDS}}
     for k, check in enumerate(case.checks):
         got, want = results[k], results[n + k]
-        verdict = judge.judge(check.kind, check.params, got, want)
+        verdict = judge.judge(check.rule, got, want)
         if verdict.ok:
             continue
-        failures.append(f"check {k + 1} of {n} (@check.{check.call}): {verdict.describe()}")
+        failures.append(f"check {k + 1} of {n} (@check.{check.call}): {judge.describe(verdict)}")
         traits["max_ulp"] = max(traits["max_ulp"], verdict.max_ulp or _HUGE_IF_NOT_FLOAT(got))
         if verdict.mask is not None:
             traits["subnormal_only"] &= _explained_by_subnormals(verdict.mask, got, want,
