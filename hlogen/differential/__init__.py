@@ -20,8 +20,8 @@ XLA's options themselves are checked and typed by hlogen.runtime.xla_options (wh
 `hg.compile(..., xla_options=...)` takes).
 """
 from hlogen.differential.bisect import EVERY_PASS, STAGES, Verdict, bisect, options_disabling, search
-from hlogen.differential.compare import (HLO_ROUTE, Comparison, Iteration, Side, compare, run_on,
-                                         through_hlo)
+from hlogen.differential.compare import (HLO_ROUTE, Comparison, Iteration, Side, compare,
+                                         leaf_names, run_on, through_hlo)
 from hlogen.differential.generate import generate, mutate
 from hlogen.differential.hlo_passes import PassLog, parse_log, passes_that_ran
 from hlogen.differential.inputs import Need, constraints, random_inputs, zero_inputs
@@ -33,7 +33,7 @@ from hlogen.differential.reduce import Progress, Reduced, op_count, reduce, scri
 __all__ = [
     "Tolerance", "compare_arrays", "ResultReport", "Difference", "ulp_distance", "json_value",
     "random_inputs", "zero_inputs", "constraints", "Need",
-    "compare", "run_on", "through_hlo", "Side", "Comparison", "Iteration", "HLO_ROUTE",
+    "compare", "run_on", "through_hlo", "leaf_names", "Side", "Comparison", "Iteration", "HLO_ROUTE",
     "passes_that_ran", "parse_log", "PassLog",
     "bisect", "search", "options_disabling", "Verdict", "STAGES", "EVERY_PASS",
     "IsolatedRunner",

@@ -198,17 +198,19 @@ def compare(computation: Computation, inputs=None, test=backends.CPU.name,
                       os.environ.get("XLA_FLAGS", ""))
 
 
+def leaf_names(computation: Computation) -> list:
+    """The name of each parameter leaf, in order (NAME.i for the elements of a tuple)."""
+    return [n for name, shape in zip(computation.parameter_names, computation.parameter_shapes)
+            for n in _names(name, shape)]
+
+
+def _names(name: str, shape) -> list:
+    if isinstance(shape, T.TupleShape):
+        return [n for i, s in enumerate(shape.elements) for n in _names(f"{name}.{i}", s)]
+    return [name]
+
+
 def _named_leaves(computation: Computation, args) -> dict:
-    """Each argument leaf by name (name.i for tuple elements), as arrays."""
-    named = {}
-
-    def add(name, shape, value):
-        if isinstance(shape, T.TupleShape):
-            for i, (s, v) in enumerate(zip(shape.elements, value)):
-                add(f"{name}.{i}", s, v)
-        else:
-            named[name] = np.asarray(value)
-
-    for name, shape, value in zip(computation.parameter_names, computation.parameter_shapes, args):
-        add(name, shape, value)
-    return named
+    """Each argument leaf by name (leaf_names), as arrays."""
+    leaves = T.flatten(computation.parameter_shapes, args)
+    return {name: np.asarray(v) for name, v in zip(leaf_names(computation), leaves)}
