@@ -82,6 +82,13 @@ class InputChoice:
     zero: bool = False
     save: str | None = None  # an .npz that --input FILE.npz replays
 
+    def random_by_default(self) -> "InputChoice":
+        """This choice where random inputs are the default (compare, bisect): --seed or
+        --large-range alone choose them."""
+        chosen = self.specs or self.zero or self.random
+        wants = self.seed is not None or self.large_range
+        return dataclasses.replace(self, random=True) if wants and not chosen else self
+
     def refusals(self) -> list:
         return [
             (self.random and self.zero, "choose one of --random-inputs and --zero-inputs"),
@@ -131,9 +138,55 @@ def input_options(input_help: str = INPUT_HELP):
     return decorate
 
 
+def side_options(command):
+    """--test and --reference (any backend; hlo:NAME takes the route through HLO), each
+    with its own XLA options (--test-flag, --reference-flag; --xla-flag for every side that
+    compiles), given to the command as `sides`, a dict (compare and bisect take them)."""
+    @click.option("--test", default="cpu", show_default=True, metavar="BACKEND",
+                  help="The side under test: a backend (`hlogen devices` lists them), or "
+                       "hlo:BACKEND to go through an HLO module first (as hlo-translate then "
+                       "run_hlo_module do).")
+    @click.option("--reference", default="interpret", show_default=True, metavar="BACKEND",
+                  help="The side it is compared with (as --test names it).")
+    @xla_flag_option(whose="each side that compiles")
+    @xla_flag_option("--test-flag", "test_flags", "the test side only (over --xla-flag)")
+    @xla_flag_option("--reference-flag", "reference_flags",
+                     "the reference side only (over --xla-flag)")
+    @functools.wraps(command)
+    def with_sides(*args, test, reference, xla_flags, test_flags, reference_flags, **kwargs):
+        return command(*args, sides={"test": test, "reference": reference, "xla_flags": xla_flags,
+                                     "test_flags": test_flags,
+                                     "reference_flags": reference_flags}, **kwargs)
+    return with_sides
+
+
+@dataclasses.dataclass
+class ToleranceChoice:
+    """The comparison rule given (tolerance_options): XLA's Near with --abs and --rel, or
+    --ulp N, or --bitwise."""
+
+    abs: float | None = None
+    rel: float | None = None
+    ulp: int | None = None
+    bitwise: bool = False
+
+    def refusals(self) -> list:
+        bounds = self.abs is not None or self.rel is not None
+        return [(self.ulp is not None and self.bitwise, "choose one of --ulp and --bitwise"),
+                ((self.ulp is not None or self.bitwise) and bounds,
+                 f"--abs and --rel are the bounds of XLA's rule: not with "
+                 f"{'--bitwise' if self.bitwise else '--ulp'}")]
+
+    def keywords(self) -> dict:
+        """The keywords of hlogen.differential's compare and bisect."""
+        return {"abs": 1e-3 if self.abs is None else self.abs,
+                "rel": 1e-3 if self.rel is None else self.rel,
+                "ulp": self.ulp, "bitwise": self.bitwise}
+
+
 def tolerance_options(command):
-    """--abs/--rel (XLA's rule), --ulp N or --bitwise: the comparison of compare and bisect,
-    given to the command as `tolerance`, the keywords of hlogen.differential.Tolerance."""
+    """--abs/--rel (XLA's rule), --ulp N or --bitwise, given to the command as one
+    ToleranceChoice, `tolerance` (compare and bisect take them)."""
     @click.option("--abs", "abs_bound", type=click.FloatRange(min=0), default=None,
                   help="XLA's rule: an element differs only when its absolute error exceeds "
                        "this AND its relative error exceeds --rel (default 1e-3 each).")
@@ -144,15 +197,8 @@ def tolerance_options(command):
     @click.option("--bitwise", is_flag=True, help="Instead: every element's bits equal.")
     @functools.wraps(command)
     def with_tolerance(*args, abs_bound, rel_bound, ulp, bitwise, **kwargs):
-        bounds = abs_bound is not None or rel_bound is not None
-        refuse([(ulp is not None and bitwise, "choose one of --ulp and --bitwise"),
-                ((ulp is not None or bitwise) and bounds,
-                 f"--abs and --rel are the bounds of XLA's rule: not with "
-                 f"{'--bitwise' if bitwise else '--ulp'}")])
-        tolerance = {"abs": 1e-3 if abs_bound is None else abs_bound,
-                     "rel": 1e-3 if rel_bound is None else rel_bound,
-                     "ulp": ulp, "bitwise": bitwise}
-        return command(*args, tolerance=tolerance, **kwargs)
+        return command(*args, tolerance=ToleranceChoice(abs_bound, rel_bound, ulp, bitwise),
+                       **kwargs)
     return with_tolerance
 
 

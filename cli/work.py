@@ -221,12 +221,12 @@ def compiled(comp, backend: str | None, no_cache: bool, num_replicas: int = 1,
     try:
         exe = pjrt.compile(comp, declared, cache, num_replicas=num_replicas,
                            xla_options=xla_options)
-    except ExecutionError as e:
+    except (ExecutionError, UnsupportedError) as e:
         if not dict(xla_options).get("xla_disable_all_hlo_passes"):
             raise
-        raise ExecutionError(f"{e}\n(with every HLO pass disabled, XLA compiles a module only "
-                             f"as its passes would have left it: an *after_optimizations* "
-                             f"dump that it can run as it is)") from None
+        raise type(e)(f"{e}\n(with every HLO pass disabled, XLA compiles a module only as its "
+                      f"passes would have left it, such as an *after_optimizations* dump: "
+                      f"run it without --no-hlo-passes)") from None
     how = {"off": "compiled", "hit": "loaded from the cache",
            "miss": "compiled, stored in the cache"}[exe.cache_outcome]
     if from_file is not None:
