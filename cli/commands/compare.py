@@ -61,7 +61,7 @@ def compare_sides(file, function_name, sides, inputs, tolerance, iterations, sho
     """In the child: both sides, compared; exit 1 when they differ."""
     # here, not at the top: start-up (the parent imports no hlogen)
     from hlogen import differential
-    from hlogen_cli import sides as setups
+    from hlogen_cli import sides as setups  # (start-up: it imports hlogen)
     setup = setups.setup(file, function_name, inputs, sides, json_path)
 
     def watch(which, side):
