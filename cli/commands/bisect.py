@@ -10,18 +10,13 @@ import dataclasses
 import click
 
 from hlogen_cli import isolation
-from hlogen_cli.commands.compare import INPUT_HELP
-from hlogen_cli.options import (function_option, input_options, refuse, side_options,
-                                tolerance_options)
+from hlogen_cli.commands.compare import comparison_arguments
+from hlogen_cli.options import refuse
 from hlogen_cli.reporting import reports_errors
 
 
 @click.command()
-@click.argument("file", metavar="IN", type=click.Path(dir_okay=False, allow_dash=True))
-@function_option()
-@side_options
-@input_options(INPUT_HELP)
-@tolerance_options
+@comparison_arguments
 @click.option("--json", "json_path", metavar="OUT.json",
               help='Write the verdict as JSON: {"stage": ..., "passes": [...], "compiles": N, '
                    '"fixed_options": {...}, "reproduce": {...}, ...}.')

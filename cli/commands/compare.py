@@ -19,12 +19,18 @@ INPUT_HELP = ("One per parameter, in order, in the forms of `hlogen run --input`
               "seed 0), or the arguments an HloSnapshot recorded.")
 
 
+def comparison_arguments(command):
+    """IN, --function, the sides, the inputs and the rule: what compare and bisect take."""
+    for decorate in reversed([click.argument("file", metavar="IN",
+                                             type=click.Path(dir_okay=False, allow_dash=True)),
+                              function_option(), side_options, input_options(INPUT_HELP),
+                              tolerance_options]):
+        command = decorate(command)
+    return command
+
+
 @click.command()
-@click.argument("file", metavar="IN", type=click.Path(dir_okay=False, allow_dash=True))
-@function_option()
-@side_options
-@input_options(INPUT_HELP)
-@tolerance_options
+@comparison_arguments
 @click.option("--iterations", type=click.IntRange(min=1), default=1, show_default=True,
               help="Compare N times, with new random inputs each time (seed, seed + 1, ...), "
                    "stopping at the first that differs.")
