@@ -114,7 +114,7 @@ def input_options(input_help: str = INPUT_HELP):
                      help="Make every argument as XLA's run_hlo_module does: floats uniform in "
                           "[-0.1, 0.2), integers over their type, with the values indices, "
                           "init values and sort keys need (in bounds, identities, distinct)."),
-        click.option("--seed", type=click.IntRange(min=0), default=None,
+        click.option("--seed", type=click.IntRange(min=0), default=None, metavar="N",
                      help="The seed of --random-inputs (default 0): the same seed, the same bits."),
         click.option("--large-range", is_flag=True,
                      help="With --random-inputs: floats over their type's whole exponent range "
@@ -192,7 +192,7 @@ def tolerance_options(command):
                        "this AND its relative error exceeds --rel (default 1e-3 each).")
     @click.option("--rel", "rel_bound", type=click.FloatRange(min=0), default=None,
                   help="The relative error bound of XLA's rule (default 1e-3).")
-    @click.option("--ulp", type=click.IntRange(min=0), default=None,
+    @click.option("--ulp", type=click.IntRange(min=0), default=None, metavar="N",
                   help="Instead: floats at most N units in the last place apart.")
     @click.option("--bitwise", is_flag=True, help="Instead: every element's bits equal.")
     @functools.wraps(command)

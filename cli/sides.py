@@ -9,6 +9,7 @@ import json
 import shlex
 
 from hlogen import backends, differential
+from hlogen.computation import Computation
 from hlogen.errors import InputError
 from hlogen.files import Output
 from hlogen.runtime import xla_options as options_of
@@ -18,7 +19,7 @@ from hlogen_cli.options import InputChoice
 
 @dataclasses.dataclass
 class Setup:
-    computation: object
+    computation: Computation
     arguments: list | None  # None: random ones, drawn from `seed` on
     choice: InputChoice
     test: differential.Side

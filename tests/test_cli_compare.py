@@ -293,3 +293,24 @@ def test_the_readme_example_runs_as_written(tmp_path, monkeypatch):
     assert (verdict["stage"], verdict["passes"]) == ("hlo-pass", ["algsimp"])
     with np.load(tmp_path / "found.npz") as found:
         assert sorted(found.files) == ["arg0", "arg1"]
+
+
+def test_check_and_graph_compile_with_xla_flags(tmp_path):
+    """The options reach the conformance workers' compiles: a file that expects the
+    interpreter's log(exp(100)) = inf passes on XLA CPU only without algsimp."""
+    from tests.test_conformance import write_testdata
+    path = write_testdata(tmp_path / "log_exp.mlir",
+                          "%9 = stablehlo.exponential %0 : tensor<4xf32>\n"
+                          "    %2 = stablehlo.log %9 : tensor<4xf32>",
+                          "[1.0, 100.0, 2.0, 3.0]", "[1.0, 0x7F800000, 2.0, 3.0]", "expect_close")
+    check = ["check", path, "--backend", "cpu", "-j", "1", "-q"]
+    assert hlogen(*check).exit_code == 1
+    fixed = hlogen(*check, "--xla-flag", "xla_disable_hlo_passes=algsimp")
+    assert fixed.exit_code == 0, fixed.output
+    assert "XLA options of the PJRT compiles: xla_disable_hlo_passes=algsimp" in fixed.output
+    drawn = hlogen("graph", write_module(tmp_path / "m.mlir", layer, X, W), "--optimized",
+                   "--xla-flag", "xla_disable_all_hlo_passes=true", "-o", tmp_path / "g.html")
+    assert drawn.exit_code == 0, drawn.output
+    assert "on cpu (xla_disable_all_hlo_passes=true)" in (tmp_path / "g.html").read_text()
+    unoptimized = hlogen("graph", tmp_path / "m.mlir", "--xla-flag", "a=b", "-o", tmp_path / "h.html")
+    assert unoptimized.exit_code == 2 and "it goes with --optimized" in unoptimized.output

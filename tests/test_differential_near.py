@@ -244,3 +244,23 @@ def test_bad_tolerances_are_refused():
                 {"ulp": 1, "bitwise": True}):
         with pytest.raises(hg.InputError):
             Tolerance(**bad)
+
+
+def test_a_report_keeps_its_mask_and_the_largest_ulp_of_what_differs():
+    from tests import ulp
+    one = np.float32(1)
+    actual = np.array([one, np.nextafter(one, np.float32(2)), 2.0, np.nan, -0.0], np.float32)
+    expected = np.array([one, one, 1.0, np.nan, 0.0], np.float32)
+    exact = compare_arrays(actual, expected, Tolerance(exact=True), mask=True)
+    assert exact.mask.tolist() == [False, True, True, True, False]  # NaN equals nothing
+    differing = exact.mask
+    assert exact.max_ulp == int(ulp.ulp_distance(actual[differing], expected[differing]).max())
+    ranged = compare_arrays(actual, expected, Tolerance(ulp=3, min_ulp=1), mask=True)
+    assert ranged.mask.tolist() == [True, False, True, True, True]  # 0 apart: below min_ulp
+    # `also`: an element differs only where both rules say so (2.0 against 1.0 only)
+    both = compare_arrays(actual, expected, Tolerance(ulp=0), also=Tolerance(0, 0.5), mask=True)
+    assert both.mask.tolist() == [False, False, True, False, False] and both.differing == 1
+    assert Tolerance(ulp=3, min_ulp=1).describe() == "within 1..3 ULP"
+    for bad in ({"ulp": 1, "exact": True}, {"min_ulp": 2}, {"ulp": 1, "min_ulp": 2}):
+        with pytest.raises(hg.InputError):
+            Tolerance(**bad)

@@ -2,8 +2,9 @@
 (`run_hlo_module`, `hlo-translate`, `hlo-bisect`), without building XLA; and finding
 more of it.
 
-- `near`: XLA's comparison rule (`literal_comparison::Near`), `ulp` and `bitwise` modes,
-  and a report per result;
+- `near`: XLA's comparison rule (`literal_comparison::Near`), the `ulp` (with `min_ulp`),
+  `exact` and `bitwise` modes, and a report per result: hlogen's one array comparison
+  (run, compare, bisect and StableHLO's checks judge through it);
 - `inputs`: random inputs as run_hlo_module makes them (`MakeFakeArguments`), with the
   values that indices, init values and sort keys need;
 - `compare`: one computation on a test and a reference side (a backend, its XLA options,
