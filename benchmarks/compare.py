@@ -6,11 +6,18 @@ compiled beforehand. Target: compare at most 10% over the two runs.
 Two pairs: CPU against the StableHLO interpreter (what differential testing runs), and
 CPU against CPU with other XLA options on a bigger array (both runs fast, results that
 differ in their last bits: the rule's own cost shows most).
+
+On the command line: `hlogen compare IN` against `hlogen run IN --check-interpret
+--no-cache`, which does the same work (a child process, a compile for CPU, both runs,
+XLA's rule on the results), whole commands timed from start to exit.
 """
 from __future__ import annotations
 
 import os
+import pathlib
+import subprocess
 import sys
+import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
 
@@ -58,6 +65,29 @@ def main():
              ("cpu", {"xla_disable_hlo_passes": "algsimp"}), 15),
     ]
     print(f"\ncompare / two runs: {', '.join(f'{r:.3f}x' for r in ratios)} (target <= 1.10x)")
+    command_line()
+
+
+def command_line(repeats: int = 5):
+    hlogen = pathlib.Path(sys.executable).with_name("hlogen")
+    with tempfile.TemporaryDirectory() as folder:
+        path = pathlib.Path(folder) / "m.mlir"
+        path.write_text(module((128, 128)).as_text())
+        given = ["--input", "128x128xf32=0.5"]
+
+        def timed(*args):
+            return lambda: subprocess.run([str(hlogen), *args], check=False,
+                                          capture_output=True)
+
+        medians = interleaved_medians(
+            {"hlogen run --check-interpret --no-cache": timed("run", str(path), *given,
+                                                               "--check-interpret", "--no-cache"),
+             "hlogen compare": timed("compare", str(path), *given)}, repeats=repeats)
+    print("\n| command, f32[128,128], cpu vs interpret | median |\n| --- | --- |")
+    for name, seconds in medians.items():
+        print(f"| {name} | {seconds:.3f} s |")
+    ratio = medians["hlogen compare"] / medians["hlogen run --check-interpret --no-cache"]
+    print(f"\nhlogen compare / hlogen run --check-interpret: {ratio:.3f}x")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """Compiled files: what `hlogen compile -o f.hlx` writes and `hlogen run f.hlx` runs.
 
 A compiled file is a header line (JSON: the backend, device kind, jaxlib version and
-compile options it was compiled for, sizes and the SHA-256 of what follows), the
+compile options it was compiled for, XLA's options among them (`hlogen compile
+--xla-flag`, which `run` compiles with again), sizes and the SHA-256 of what follows), the
 user's module as MLIR bytecode (its signature: parameters, names, results; and what
 --check-interpret runs on the interpreter) and XLA's serialized executable. `run`
 checks the header against this machine and jaxlib before XLA's loader sees a byte
@@ -18,7 +19,8 @@ from hlogen.runtime import cache
 MAGIC = b"hlogen-compiled 1\n"
 # what the header must agree on, and how it is said
 _CHECKED = {"backend": "backend", "device_kind": "device kind", "jaxlib": "jaxlib",
-            "options": "compile options (replicas, devices, XLA options, a PJRT plugin's identity)"}
+            "options": "compile options (replicas, devices, XLA options and XLA_FLAGS, a PJRT "
+                       "plugin's identity)"}
 
 
 def is_compiled(data: bytes) -> bool:
@@ -31,7 +33,8 @@ def pack(comp: Computation, exe, payload: bytes, jaxlib_version: str, options: s
     `jaxlib_version`."""
     module = comp.to_bytecode()
     header = {"backend": exe.backend, "device_kind": exe.device.device_kind,
-              "jaxlib": jaxlib_version, "options": options, "module_size": len(module)}
+              "jaxlib": jaxlib_version, "options": options, "module_size": len(module),
+              "xla_options": [list(o) for o in exe.xla_options]}
     return cache.frame(MAGIC, header, module + payload)
 
 
@@ -50,6 +53,8 @@ class CompiledFile:
         self._payload = body[header["module_size"]:]
         self.computation = load_bytes(module_bytes, where)
         self.backend = header["backend"]
+        # XLA's options it was compiled with (checked, as hlogen.runtime.xla_options gives them)
+        self.xla_options = tuple(tuple(o) for o in header.get("xla_options", []))
 
     def as_cache(self) -> "_OneEntry":
         return _OneEntry(self)

@@ -21,12 +21,15 @@ import io
 import pathlib
 import re
 
+import click
 import ml_dtypes
 import numpy as np
 
 import hlogen as hg
-from hlogen import preflight, types as T
+from hlogen import differential, preflight, types as T
+from hlogen.differential.near import shape_text
 from hlogen.errors import InputError, ShapeError
+from hlogen_cli import outputs
 
 _LITERAL = re.compile(r"^(?:(\d+(?:x\d+)*)x)?([A-Za-z][A-Za-z0-9]*)=(.*)$", re.S)
 _ZIP_MAGIC = b"PK\x03\x04"  # an .npz is a zip file
@@ -245,3 +248,69 @@ def _typed(array, i: int, names, shapes, option: str):
                      f"saves bf16, f4, f6, f8, int2 and int4 arrays) is read as the element "
                      f"type of the value it goes to, when that type is {width} byte(s) wide; "
                      f"{wanted}")
+
+
+def check_count(comp, args) -> None:
+    """Missing and extra --input values, named by parameter (arg0, arg1, ... when the
+    module has no names) with what each expects."""
+    names, shapes = comp.parameter_names, comp.parameter_shapes
+    if len(args) < len(shapes):
+        missing = [f"{i} '{n}' ({s})" for i, (n, s) in enumerate(zip(names, shapes))][len(args):]
+        raise InputError(f"{comp.name} takes {len(shapes)} argument(s), got {len(args)}: missing "
+                         f"--input for parameter {', '.join(missing[:8])}"
+                         f"{f' and {len(missing) - 8} more' if len(missing) > 8 else ''}"
+                         f"{_filled_by_jax(comp)}")
+    if len(args) > len(shapes):
+        raise InputError(f"{comp.name} takes {len(shapes)} argument(s), got {len(args)}: "
+                         f"{len(args) - len(shapes)} --input value(s) too many (the first extra "
+                         f"one is {shape_text(np.asarray(args[len(shapes)]))})")
+
+
+def _filled_by_jax(comp) -> str:
+    """What the message of missing inputs adds about a parameter jax's own callers fill
+    (`jax.global_constant`): the platform index of a multi-platform export."""
+    said = ""
+    for i, value in enumerate(comp.parameter_attribute("jax.global_constant")):
+        if value == "_platform_index":
+            said += (f"; parameter {i} '{comp.parameter_names[i]}' ({comp.parameter_shapes[i]}) "
+                     f"is jax's platform index, which a multi-platform export takes first: "
+                     f"the position of the platform to run as in the export's platforms (0 "
+                     f"for the first), e.g. --input {comp.parameter_shapes[i].element_type.name}=0")
+    return said
+
+
+def check_expected_count(expected, result_leaves) -> None:
+    if expected and len(expected) != len(result_leaves):
+        raise InputError(f"--expected-output: the computation has {len(result_leaves)} result(s) "
+                         f"({', '.join(map(str, result_leaves))}), got {len(expected)} expected "
+                         f"value(s)")
+
+
+def arguments(comp, choice, recorded=None, option: str = "--input") -> list:
+    """The arguments of `comp` as an InputChoice (hlogen_cli.options) says: --input values
+    (replicas.py's forms), random ones, zeros, or else the arguments IN recorded (an
+    HloSnapshot's)."""
+    if choice.random:
+        return differential.random_inputs(comp, seed=choice.seed or 0,
+                                          large_range=choice.large_range)
+    if choice.zero:
+        return differential.zero_inputs(comp)
+    if not choice.specs and recorded is not None:
+        return recorded
+    return load_inputs(choice.specs, comp.parameter_names, comp.parameter_shapes, option)
+
+
+def save_arguments(output, comp, args) -> None:
+    """Writes the arguments of `comp` to `output` (an hlogen.files.Output) as an .npz keyed
+    by parameter name (arg0, arg1, ... where names repeat), bit for bit: what --input
+    FILE.npz reads back."""
+    names = comp.parameter_names
+    if len(set(names)) != len(names) or not all(names):
+        names = [f"arg{i}" for i in range(len(args))]
+    for name, shape in zip(names, comp.parameter_shapes):
+        if isinstance(shape, T.TupleShape):
+            raise InputError(f"--save-inputs: parameter {name!r} is a tuple ({shape}); an .npz "
+                             f"holds arrays")
+    outputs.save_npz(output, dict(zip(names, args)))
+    click.echo(f"saved {len(args)} argument(s) to {output}: --input {output} replays them",
+               err=True)

@@ -201,7 +201,9 @@ class _Watch:
             status["phase"], status.get("words") or (
                 "the interpreter" if status.get("backend") == "interpret" else "XLA"))
         doing = {"compile": "compiling", "run": "running", "explain": "explaining a difference in"}
-        return f"{who} {how} while {doing.get(status['phase'], 'reading')} {file}{last}"
+        # compare's sides: which one it was
+        side = f" on the {status['side']} side ({status['label']})" if "side" in status else ""
+        return f"{who} {how} while {doing.get(status['phase'], 'reading')} {file}{side}{last}"
 
 
 def _open_fds_named(text: str) -> list[int]:
@@ -232,6 +234,8 @@ def _describe(status: dict) -> str:
     if phase == "compile":
         return {"interpret": "preparing for the interpreter", None: "compiling"}.get(
             backend, f"compiling for {backend}")
+    if phase == "run" and "side" in status:
+        return f"running the {status['side']} side, {status['label']}"
     if phase == "run":
         return "running on the interpreter" if backend == "interpret" else f"running on {backend}"
     if phase == "explain":
@@ -270,8 +274,8 @@ def _send(tag: bytes, payload: bytes) -> None:
 def status(phase: str, **info) -> None:
     """Tells the watching parent what the work is doing (nothing outside a child):
     phase "join", "compile", "run" or "explain" (with backend; done and total when
-    counted). A PJRT plugin's name comes with the words that name it, for the message
-    that says it ended the process."""
+    counted; side and label: which side of a comparison). A PJRT plugin's name comes with
+    the words that name it, for the message that says it ended the process."""
     if _pipe is None:
         return
     if info.get("backend") is not None:

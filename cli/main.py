@@ -28,6 +28,9 @@ COMMANDS = {
     "compile": ("compile", "Compile IN with XLA: its optimized HLO, a compiled file, its cost "
                            "analysis."),
     "check": ("check", "Run StableHLO conformance files"),
+    "compare": ("compare", "Run IN on two backends and compare the results by XLA's rule."),
+    "bisect": ("bisect", "Find the compiler stage that makes the test side differ from the "
+                         "reference."),
     "graph": ("graph", "Draw a module as a graph: DOT, SVG or one HTML page."),
     "view": ("view", "Open a module in Model Explorer (the extra hlogen[view])."),
     "cache": ("cache", "The executable cache of run and compile"),

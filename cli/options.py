@@ -4,6 +4,7 @@ that do not go together are refused there (exit 2) at no cost."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 
 import click
@@ -73,10 +74,164 @@ no_cache_option = click.option("--no-cache", is_flag=True,
                                help="Compile even when the executable cache has it.")
 
 
+def xla_flag_option(flag: str = "--xla-flag", dest: str = "xla_flags", whose: str = "the compile"):
+    """XLA's options (hlogen.runtime.xla_options checks them where the work is done: an
+    unknown name is exit 2 with the closest known ones)."""
+    return click.option(flag, dest, multiple=True, metavar="NAME=VALUE",
+                        help=f"An XLA option for {whose} (repeatable): any field of XLA's "
+                             f"DebugOptions by name, e.g. xla_disable_hlo_passes=algsimp or "
+                             f"xla_cpu_enable_fast_math=true. It overrides XLA_FLAGS for that "
+                             f"field; XLA_FLAGS still sets the others.")
+
+
+def refuse(refusals) -> None:
+    """Raises the first message of (refused, message) pairs that is refused (HlogenError:
+    exit 2)."""
+    for refused, message in refusals:
+        if refused:
+            # here, not at the top: start-up (run's parent does without hlogen)
+            from hlogen.errors import HlogenError
+            raise HlogenError(message)
+
+
+@dataclasses.dataclass
+class InputChoice:
+    """Where a run's arguments come from (input_options): --input values, random ones,
+    zeros, or (none of them) what the module's file recorded, if anything."""
+
+    specs: tuple = ()
+    random: bool = False
+    seed: int | None = None  # of --random-inputs (0 when not given)
+    large_range: bool = False
+    zero: bool = False
+    save: str | None = None  # an .npz that --input FILE.npz replays
+
+    def random_by_default(self) -> "InputChoice":
+        """This choice where random inputs are the default (compare, bisect): --seed or
+        --large-range alone choose them."""
+        chosen = self.specs or self.zero or self.random
+        wants = self.seed is not None or self.large_range
+        return dataclasses.replace(self, random=True) if wants and not chosen else self
+
+    def refusals(self) -> list:
+        return [
+            (self.random and self.zero, "choose one of --random-inputs and --zero-inputs"),
+            (bool(self.specs) and (self.random or self.zero),
+             "--input gives the arguments: not with --random-inputs or --zero-inputs"),
+            ((self.seed is not None or self.large_range) and not self.random,
+             "--seed and --large-range choose random inputs: give --random-inputs too"),
+            (self.save is not None and not self.save.endswith(".npz"),
+             f"--save-inputs {self.save!r}: the inputs are saved as an .npz (FILE.npz), "
+             f"which --input FILE.npz replays"),
+        ]
+
+
+INPUT_HELP = "One per parameter, in order (or an .npz of all of them)"
+
+
+def input_options(input_help: str = INPUT_HELP):
+    """--input, --random-inputs [--seed N] [--large-range], --zero-inputs and --save-inputs,
+    given to the command as one InputChoice, `inputs` (run, compare, bisect take them)."""
+    options = [
+        click.option("--input", "input_specs", multiple=True, metavar="VALUE", help=input_help),
+        click.option("--random-inputs", is_flag=True,
+                     help="Make every argument as XLA's run_hlo_module does: floats uniform in "
+                          "[-0.1, 0.2), integers over their type, with the values indices, "
+                          "init values and sort keys need (in bounds, identities, distinct)."),
+        click.option("--seed", type=click.IntRange(min=0), default=None, metavar="N",
+                     help="The seed of --random-inputs (default 0): the same seed, the same bits."),
+        click.option("--large-range", is_flag=True,
+                     help="With --random-inputs: floats over their type's whole exponent range "
+                          "(rarely ±0, ±1, ±inf; never NaN)."),
+        click.option("--zero-inputs", is_flag=True,
+                     help="Every argument zeros (the init values of reductions: their identity)."),
+        click.option("--save-inputs", metavar="FILE.npz", shell_complete=completion.files,
+                     help="Save the arguments (by parameter name, bit for bit) to FILE.npz, "
+                          "which --input FILE.npz replays."),
+    ]
+
+    def decorate(command):
+        @functools.wraps(command)
+        def with_inputs(*args, input_specs, random_inputs, seed, large_range, zero_inputs,
+                        save_inputs, **kwargs):
+            return command(*args, inputs=InputChoice(input_specs, random_inputs, seed, large_range,
+                                                     zero_inputs, save_inputs), **kwargs)
+        for option in reversed(options):
+            with_inputs = option(with_inputs)
+        return with_inputs
+    return decorate
+
+
+def side_options(command):
+    """--test and --reference (any backend; hlo:NAME takes the route through HLO), each
+    with its own XLA options (--test-flag, --reference-flag; --xla-flag for every side that
+    compiles), given to the command as `sides`, a dict (compare and bisect take them)."""
+    @click.option("--test", default="cpu", show_default=True, metavar="BACKEND",
+                  help="The side under test: a backend (`hlogen devices` lists them), or "
+                       "hlo:BACKEND to go through an HLO module first (as hlo-translate then "
+                       "run_hlo_module do).")
+    @click.option("--reference", default="interpret", show_default=True, metavar="BACKEND",
+                  help="The side it is compared with (as --test names it).")
+    @xla_flag_option(whose="each side that compiles")
+    @xla_flag_option("--test-flag", "test_flags", "the test side only (over --xla-flag)")
+    @xla_flag_option("--reference-flag", "reference_flags",
+                     "the reference side only (over --xla-flag)")
+    @functools.wraps(command)
+    def with_sides(*args, test, reference, xla_flags, test_flags, reference_flags, **kwargs):
+        return command(*args, sides={"test": test, "reference": reference, "xla_flags": xla_flags,
+                                     "test_flags": test_flags,
+                                     "reference_flags": reference_flags}, **kwargs)
+    return with_sides
+
+
+@dataclasses.dataclass
+class ToleranceChoice:
+    """The comparison rule given (tolerance_options): XLA's Near with --abs and --rel, or
+    --ulp N, or --bitwise."""
+
+    abs: float | None = None
+    rel: float | None = None
+    ulp: int | None = None
+    bitwise: bool = False
+
+    def refusals(self) -> list:
+        bounds = self.abs is not None or self.rel is not None
+        return [(self.ulp is not None and self.bitwise, "choose one of --ulp and --bitwise"),
+                ((self.ulp is not None or self.bitwise) and bounds,
+                 f"--abs and --rel are the bounds of XLA's rule: not with "
+                 f"{'--bitwise' if self.bitwise else '--ulp'}")]
+
+    def keywords(self) -> dict:
+        """The keywords of hlogen.differential's compare and bisect."""
+        return {"abs": 1e-3 if self.abs is None else self.abs,
+                "rel": 1e-3 if self.rel is None else self.rel,
+                "ulp": self.ulp, "bitwise": self.bitwise}
+
+
+def tolerance_options(command):
+    """--abs/--rel (XLA's rule), --ulp N or --bitwise, given to the command as one
+    ToleranceChoice, `tolerance` (compare and bisect take them)."""
+    @click.option("--abs", "abs_bound", type=click.FloatRange(min=0), default=None,
+                  help="XLA's rule: an element differs only when its absolute error exceeds "
+                       "this AND its relative error exceeds --rel (default 1e-3 each).")
+    @click.option("--rel", "rel_bound", type=click.FloatRange(min=0), default=None,
+                  help="The relative error bound of XLA's rule (default 1e-3).")
+    @click.option("--ulp", type=click.IntRange(min=0), default=None, metavar="N",
+                  help="Instead: floats at most N units in the last place apart.")
+    @click.option("--bitwise", is_flag=True, help="Instead: every element's bits equal.")
+    @functools.wraps(command)
+    def with_tolerance(*args, abs_bound, rel_bound, ulp, bitwise, **kwargs):
+        return command(*args, tolerance=ToleranceChoice(abs_bound, rel_bound, ulp, bitwise),
+                       **kwargs)
+    return with_tolerance
+
+
 @dataclasses.dataclass
 class RunOptions:
-    input_specs: tuple = ()
+    inputs: InputChoice = dataclasses.field(default_factory=InputChoice)
     backend: str | None = None
+    xla_flags: tuple = ()  # NAME=VALUE
+    no_hlo_passes: bool = False
     check_interpret: bool = False
     explain: bool = False
     expected_specs: tuple = ()
@@ -93,6 +248,10 @@ class RunOptions:
     verbose: bool = False
     profile: str | None = None  # a folder: jax's trace of the compile and the runs
 
+    def __post_init__(self):
+        if isinstance(self.inputs, dict):  # (as the child gets it)
+            self.inputs = InputChoice(**self.inputs)
+
     @property
     def is_distributed(self) -> bool:
         return self.num_processes > 1 or self.coordinator is not None
@@ -100,11 +259,12 @@ class RunOptions:
     def check(self) -> None:
         """Refuses options that do not go together (HlogenError: exit 2), naming them."""
         n, p = self.replicas, self.num_processes
-        refusals = [
+        interpreter = self.backend == "interpret"
+        refuse(self.inputs.refusals() + [
             (self.explain and not self.check_interpret,
              "--explain needs --check-interpret (it explains a difference between PJRT and "
              "the interpreter)"),
-            (self.check_interpret and self.backend == "interpret",
+            (self.check_interpret and interpreter,
              "--check-interpret compares a PJRT backend with the interpreter: choose --backend "
              "cpu or gpu (or none)"),
             (self.explain and n > 1, f"--explain follows one replica: not with --replicas {n}"),
@@ -124,18 +284,18 @@ class RunOptions:
             (n % p != 0,
              f"--replicas {n} cannot be shared by --num-processes {p}: each process runs as "
              f"many replicas (give a multiple of {p})"),
-            (self.is_distributed and self.backend == "interpret",
+            (self.is_distributed and interpreter,
              "--backend interpret runs every replica in one process: not with --num-processes "
              "or --coordinator"),
             (self.is_distributed and self.check_interpret,
              "--check-interpret needs every replica's inputs in one process (the interpreter "
              "runs them all): not with --num-processes or --coordinator"),
-        ]
-        for refused, message in refusals:
-            if refused:
-                # here, not at the top: run's parent start-up does without hlogen
-                from hlogen.errors import HlogenError
-                raise HlogenError(message)
+            (interpreter and (self.xla_flags or self.no_hlo_passes),
+             "--xla-flag and --no-hlo-passes are options of XLA's compile: the interpreter "
+             "compiles nothing (choose --backend cpu or gpu)"),
+            (self.inputs.save is not None and n > 1,
+             f"--save-inputs saves one set of arguments: not with --replicas {n}"),
+        ])
 
     def join_arguments(self, elapsed: float) -> dict:
         """hg.distributed.initialize's arguments, `elapsed` seconds into the command: the

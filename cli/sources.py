@@ -4,12 +4,14 @@ from a file, a pipe (/dev/fd/N) or standard input (-), and compiled files (`hlog
 compile -o`)."""
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import pathlib
 import sys
 import traceback
 
 import hlogen as hg
+from hlogen import hlo
 from hlogen.errors import InputError
 from hlogen.function import deferred_errors
 from hlogen.loading import load_bytes, with_entry
@@ -92,25 +94,37 @@ def load_mlir(path: str) -> hg.Computation:
 
 def computation_from(path: str, function: str | None) -> hg.Computation:
     """The computation to run from a .py file (by function name) or a module."""
-    return module_source(path, function)[0]
+    return module_source(path, function).computation
 
 
-def module_source(path: str, function: str | None):
-    """(the computation, the compiled file or None) of IN: a .py file (by function
-    name), a module (its public function `function`, default main) or a compiled file."""
+@dataclasses.dataclass
+class Source:
+    """What IN holds: the computation; the compiled file it came from (or None); the
+    arguments it recorded (an HloSnapshot's), or None."""
+
+    computation: hg.Computation
+    compiled: compiled.CompiledFile | None = None
+    recorded: list | None = None
+
+
+def module_source(path: str, function: str | None) -> Source:
+    """The Source of IN: a .py file (by function name), a module (its public function
+    `function`, default main), a compiled file, or an HloSnapshot (its module and the
+    arguments it ran with)."""
     if path.endswith(PYTHON_SUFFIXES):
-        return pick(functions_in(path), function, path).computation, None
+        return Source(pick(functions_in(path), function, path).computation)
     data, where = read_module(path)
     if compiled.is_compiled(data):
         found = compiled.CompiledFile(data, where)
         if function not in (None, "main"):
             raise InputError(f"{where}: a compiled file runs the function it was compiled "
                              f"from ({found.computation.name}), not {function!r}")
-        return found.computation, found
+        return Source(found.computation, found)
     # HLO is read by XLA in a child process (its parser ends the process on some
     # malformed modules): bad input is exit 2, in every command
-    return with_entry(load_bytes(data, where, isolated=True, file=_regular_file(path)),
-                      function, where), None
+    comp = with_entry(load_bytes(data, where, isolated=True, file=_regular_file(path)),
+                      function, where)
+    return Source(comp, recorded=hlo.snapshot_arguments(data, where))
 
 
 def _regular_file(path: str) -> str | None:

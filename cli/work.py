@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 import re
 import statistics
 import sys
@@ -20,11 +21,14 @@ from hlogen import files
 from hlogen import types as T
 from hlogen import backends as declared_backends
 from hlogen.backends import INTERPRET, Kind, compiles
+from hlogen.differential import Tolerance, compare_arrays, leaf_names
+from hlogen.differential.near import shape_text
 from hlogen.runtime import plugins
 from hlogen.errors import ExecutionError, HlogenError, InputError, UnsupportedError
+from hlogen.runtime import xla_options as options_of
 from hlogen.runtime.arrays import flatten_arguments
 from hlogen.runtime.cache import ExecutableCache
-from hlogen_cli import compare, compiled as compiled_files, inputs, isolation, replicas, status, \
+from hlogen_cli import compiled as compiled_files, inputs, isolation, outputs, replicas, status, \
     samples, sources
 from hlogen_cli.options import RunOptions
 
@@ -44,14 +48,18 @@ def run(file: str, function_name: str | None, options: dict, default_inputs=None
     o = RunOptions(**options)
     if o.backend is not None:
         declaration(o.backend)  # an unknown name: exit 2, with the names there are
-    read = [file, *inputs.files_named([*o.input_specs, *o.expected_specs])]
-    plan = compare.output_plan(o.output_specs, read)
+    asked = options_of.check(o.xla_flags)  # an unknown name: exit 2, with the closest
+    read = [file, *inputs.files_named([*o.inputs.specs, *o.expected_specs])]
+    plan = outputs.output_plan(o.output_specs, read)
+    save = files.Output(o.inputs.save, "--save-inputs", inputs=read) if o.inputs.save else None
     if o.profile:
         files.folder(o.profile, "--profile", "the profile goes into a folder", made=True)
-    comp, from_file = sources.module_source(file, function_name)
-    compare.check_output_count(plan, len(T.leaf_shapes(comp.result_shapes)))
+    source = sources.module_source(file, function_name)
+    comp, from_file = source.computation, source.compiled
+    xla = compile_options(asked, o.no_hlo_passes, from_file)
+    outputs.check_output_count(plan, len(T.leaf_shapes(comp.result_shapes)))
     local = replicas.local_replicas(o.replicas, o.num_processes, o.process_id)
-    per_replica_args = _arguments(comp, o, local, default_inputs)
+    per_replica_args = _arguments(comp, o, local, default_inputs, source.recorded, save)
     expected = _expected(comp, o, local)
     if o.is_distributed:
         _join(o.join_arguments(isolation.elapsed()))
@@ -61,7 +69,7 @@ def run(file: str, function_name: str | None, options: dict, default_inputs=None
         raise InputError("--profile traces XLA's compile and runs; the interpreter has no trace")
     # --profile DIR: jax's trace of the compile and the runs (the interpreter's left out)
     with _profile().trace(o.profile) if o.profile else contextlib.nullcontext() as traced:
-        runs = [_run_on(comp, backends[0], per_replica_args, local, o, from_file)]
+        runs = [_run_on(comp, backends[0], per_replica_args, local, o, from_file, xla)]
     not_compared = None  # why --check-interpret compared nothing: said after PJRT's results
     try:
         runs += [_run_on(comp, b, per_replica_args, local, o, from_file) for b in backends[1:]]
@@ -70,33 +78,52 @@ def run(file: str, function_name: str | None, options: dict, default_inputs=None
     got = runs[0]["results"]
     for r, results in zip(local, got):
         for i, array in enumerate(results):
-            click.echo(f"{replicas.label(r, o.replicas, i)}: {compare.shape_of(array)}")
+            click.echo(f"{replicas.label(r, o.replicas, i)}: {shape_text(array)}")
             click.echo(np.array2string(np.asarray(array), threshold=1000))
     for run_info in runs:
         _report(run_info, o)
     if o.profile:
         click.echo(_profile().report(traced, runs[0]["executable"]), err=True)
-    compare.save_outputs(plan, replicas.stacked(got, o.replicas),
+    outputs.save_outputs(plan, replicas.stacked(got, o.replicas),
                          local if o.replicas > 1 else None)
     failed = False
+    named = [dict(zip(leaf_names(comp), args)) for args in per_replica_args]
     if o.check_interpret and not_compared is None:
-        failed |= not _compared(got, runs[1]["results"], local, o,
-                                f"{runs[0]['backend']} vs {INTERPRET.name}: ", INTERPRET.name)
+        failed |= not _compared(got, runs[1]["results"], local, o, named,
+                                f"{runs[0]['backend']} vs {INTERPRET.name}: ",
+                                runs[0]["backend"], INTERPRET.name)
         if failed and o.explain:
             # it imports jax: here, not at the top, for the child's start-up (see compiled)
             from hlogen.conformance import first_divergence
             isolation.status("explain")
             # each op judged by its own values (3 ULP of them, and --rtol): --atol, which
             # does not scale with them, would pass over a flushed subnormal
-            found = first_divergence(comp, per_replica_args[0], backend=o.backend or "cpu",
+            backend = declaration(runs[0]["backend"])
+            found = first_divergence(comp, per_replica_args[0],
+                                     backend=backend.with_options(dict(xla)) if xla else backend,
                                      max_ulp=3, rtol=o.rtol)
             click.echo(f"explain: {found or _AGREES}")
     if expected:
-        failed |= not _compared(got, expected, local, o, "", "expected")
+        failed |= not _compared(got, expected, local, o, named, "", "got", "expected")
     if not_compared is not None:
         raise UnsupportedError(f"--check-interpret compared nothing: {not_compared}")
     if failed:
         sys.exit(status.FAILED)
+
+
+def compile_options(asked: tuple, no_hlo_passes: bool = False, from_file=None) -> tuple:
+    """The XLA options of a compile: --xla-flag's (`asked`, checked), with every HLO pass
+    disabled for --no-hlo-passes; a compiled file's own, which --xla-flag may only repeat."""
+    if no_hlo_passes:
+        asked = options_of.merged(asked, options_of.NO_HLO_PASSES)
+    if from_file is None:
+        return asked
+    if asked and asked != from_file.xla_options:
+        raise InputError(f"{from_file.where}: compiled with XLA options "
+                         f"{options_of.text(from_file.xla_options) or '(none)'}; this run asks "
+                         f"for {options_of.text(asked)}: compile it again with them (hlogen "
+                         f"compile --xla-flag ...), or run the module it came from")
+    return from_file.xla_options
 
 
 _AGREES = ("every intermediate value of @main agrees within 3 ULP (or --rtol); the "
@@ -110,13 +137,16 @@ def _profile():
     return profile
 
 
-def _arguments(comp, o: RunOptions, local: list, default_inputs) -> list:
-    """The leaf arrays of each local replica's arguments, from --input (replicas.py's
-    forms), checked against the parameters."""
-    given = default_inputs(comp) if default_inputs else \
-        inputs.load_inputs(o.input_specs, comp.parameter_names, comp.parameter_shapes)
+def _arguments(comp, o: RunOptions, local: list, default_inputs, recorded=None,
+               save=None) -> list:
+    """The leaf arrays of each local replica's arguments, from the input options
+    (replicas.py's forms for --input) or the arguments IN recorded, checked against the
+    parameters; saved to `save` (--save-inputs)."""
+    given = default_inputs(comp) if default_inputs else inputs.arguments(comp, o.inputs, recorded)
+    if given is recorded and recorded is not None:
+        click.echo(f"inputs: the {len(given)} argument(s) {comp.source} recorded", err=True)
     if o.replicas == 1:
-        compare.check_count(comp, given)
+        inputs.check_count(comp, given)
     per_replica = replicas.split(given, comp.parameter_shapes, comp.parameter_names, o.replicas,
                                  local, "--input",
                                  f"{comp.name} takes {len(comp.parameter_shapes)} argument(s)")
@@ -126,6 +156,8 @@ def _arguments(comp, o: RunOptions, local: list, default_inputs) -> list:
             arrays.append(flatten_arguments(comp, args))
         except InputError as e:
             raise InputError(f"replica {r}: {e}" if o.replicas > 1 else str(e)) from None
+    if save is not None:  # (one replica: RunOptions.check)
+        inputs.save_arguments(save, comp, given)
     return arrays
 
 
@@ -137,7 +169,7 @@ def _expected(comp, o: RunOptions, local: list) -> list:
     if not expected:
         return []
     if o.replicas == 1:
-        compare.check_expected_count(expected, leaves)
+        inputs.check_expected_count(expected, leaves)
     return replicas.split(expected, leaves, names, o.replicas, local, "--expected-output",
                           f"{comp.name} has {len(leaves)} result(s)")
 
@@ -183,9 +215,10 @@ class Compiled:
 
 
 def compiled(comp, backend: str | None, no_cache: bool, num_replicas: int = 1,
-             from_file=None) -> Compiled:
-    """An executable for `backend` (the interpreter included): loaded from `from_file` (a
-    compiled file), else through the persistent executable cache unless `no_cache`."""
+             from_file=None, xla_options: tuple = ()) -> Compiled:
+    """An executable for `backend` (the interpreter included), compiled with `xla_options`
+    (checked): loaded from `from_file` (a compiled file), else through the persistent
+    executable cache unless `no_cache` (the options are part of its key)."""
     isolation.status("compile", backend=backend)
     declared = None if backend is None else declaration(backend)
     if declared is not None and declared.kind is Kind.INTERPRETER:
@@ -195,7 +228,15 @@ def compiled(comp, backend: str | None, no_cache: bool, num_replicas: int = 1,
     # module and the inputs are checked, so that bad input is refused at once (start-up)
     from hlogen.runtime import _jaxlib, pjrt
     cache = from_file.as_cache() if from_file else None if no_cache else _Cache()
-    exe = pjrt.compile(comp, declared, cache, num_replicas=num_replicas)
+    try:
+        exe = pjrt.compile(comp, declared, cache, num_replicas=num_replicas,
+                           xla_options=xla_options)
+    except (ExecutionError, UnsupportedError) as e:
+        if not dict(xla_options).get("xla_disable_all_hlo_passes"):
+            raise
+        raise type(e)(f"{e}\n(with every HLO pass disabled, XLA compiles a module only as its "
+                      f"passes would have left it, such as an *after_optimizations* dump: "
+                      f"run it without --no-hlo-passes)") from None
     how = {"off": "compiled", "hit": "loaded from the cache",
            "miss": "compiled, stored in the cache"}[exe.cache_outcome]
     if from_file is not None:
@@ -208,12 +249,12 @@ def compiled(comp, backend: str | None, no_cache: bool, num_replicas: int = 1,
 
 
 def _run_on(comp, backend, per_replica_args: list, local: list, o: RunOptions,
-            from_file=None) -> dict:
-    """Compiles for `backend` (or loads `from_file`'s executable) and runs the local
-    replicas --repeat times: the backend, what was done to compile, the time of each
-    call, and the last results (one list of leaf arrays per replica)."""
+            from_file=None, xla_options: tuple = ()) -> dict:
+    """Compiles for `backend` with `xla_options` (or loads `from_file`'s executable) and
+    runs the local replicas --repeat times: the backend, what was done to compile, the
+    time of each call, and the last results (one list of leaf arrays per replica)."""
     done = compiled(comp, backend, o.no_cache, o.replicas,
-                    None if backend and not compiles(backend) else from_file)
+                    None if backend and not compiles(backend) else from_file, xla_options)
     exe = done.executable
     if list(exe.local_replicas) != local:
         raise RuntimeError(f"this process runs replicas {exe.local_replicas}, the command "
@@ -239,7 +280,19 @@ def _run_on(comp, backend, per_replica_args: list, local: list, o: RunOptions,
                         for r in results]}
 
 
+def _options_in_force(exe) -> None:
+    """Says (stderr) the XLA options a PJRT executable was compiled with, and XLA_FLAGS,
+    where there are any."""
+    said = [f"XLA options {options_of.text(exe.xla_options)}"] if exe.xla_options else []
+    if os.environ.get("XLA_FLAGS"):
+        said.append(f"XLA_FLAGS={os.environ['XLA_FLAGS']}")
+    if said:
+        click.echo(f"{exe.backend}: {'; '.join(said)}", err=True)
+
+
 def _report(run_info: dict, o: RunOptions) -> None:
+    if compiles(run_info["backend"]):
+        _options_in_force(run_info["executable"])
     if o.verbose:
         click.echo(f"{run_info['backend']}: {run_info['how']} in "
                    f"{run_info['compile_seconds'] * 1e3:.1f} ms", err=True)
@@ -250,25 +303,33 @@ def _report(run_info: dict, o: RunOptions) -> None:
                    f"{statistics.median(t) * 1e3:.3f} ms, max {max(t) * 1e3:.3f} ms", err=True)
 
 
-def _compared(got: list, want: list, local: list, o: RunOptions, prefix: str, other: str) -> bool:
-    """Prints a verdict per result of each replica; True when all are within tolerance."""
+def _compared(got: list, want: list, local: list, o: RunOptions, named: list, prefix: str,
+              actual: str, expected: str) -> bool:
+    """Prints a report per result of each replica (by XLA's rule with --atol and --rtol,
+    the inputs shown where results differ); True when every one agrees."""
+    tolerance = Tolerance(abs=o.atol, rel=o.rtol)
     ok = True
-    for r, g, w in zip(local, got, want):
-        for i, v in enumerate(compare.compare_all(g, w, o.rtol, o.atol)):
-            click.echo(f"{replicas.label(r, o.replicas, i)}: {prefix}{v.describe(other)}")
-            ok &= v.ok
+    for r, g, w, args in zip(local, got, want, named):
+        for i, (a, e) in enumerate(zip(g, w)):
+            report = compare_arrays(a, e, tolerance, inputs=args, shown=3)
+            click.echo(report.text(actual, expected,
+                                   head=f"{replicas.label(r, o.replicas, i)}: {prefix}"))
+            ok &= report.ok
     return ok
 
 
 def compile_module(file: str, function_name: str | None, backend: str | None, output: str | None,
-                   hlo: bool, cost: bool, no_cache: bool, verbose: bool, memory: bool = False) -> None:
+                   hlo: bool, cost: bool, no_cache: bool, verbose: bool, memory: bool = False,
+                   xla_flags: tuple = ()) -> None:
     """`hlogen compile`: XLA's optimized HLO, its cost analysis, a compiled file."""
+    xla = options_of.check(xla_flags)  # an unknown name: exit 2, with the closest
     path = files.Output(output, "-o", inputs=[file]) if output else None
-    comp, from_file = sources.module_source(file, function_name)
+    source = sources.module_source(file, function_name)
+    comp, from_file = source.computation, source.compiled
     if from_file is not None:
         raise InputError(f"{from_file.where}: compiled already (hlogen run runs it; "
                          f"hlogen compile takes a module or a .py file)")
-    done = compiled(comp, backend, no_cache)
+    done = compiled(comp, backend, no_cache, xla_options=xla)
     exe = done.executable
     if hlo:
         click.echo(exe.optimized_hlo().rstrip("\n"))
@@ -287,6 +348,7 @@ def compile_module(file: str, function_name: str | None, backend: str | None, ou
         path.write(data)
         click.echo(f"{output}: compiled for {exe.backend} ({exe.device.device_kind}), "
                    f"{len(data)} bytes: hlogen run {output} runs it", err=True)
+    _options_in_force(exe)
     if verbose:
         click.echo(f"{exe.backend}: {done.how} in {exe.compile_seconds * 1e3:.1f} ms", err=True)
 

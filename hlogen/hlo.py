@@ -20,6 +20,7 @@ import math
 import re
 import signal
 
+import numpy as np
 from jaxlib.mlir import ir
 
 from hlogen import errors, mlir, native
@@ -78,21 +79,118 @@ def _varint(data: bytes, i: int):
 
 def module_proto(data: bytes) -> bytes | None:
     """The serialized HloModuleProto `data` is or holds (an `xla.HloProto`, as XLA's
-    dumps write, keeps it in field 1), or None when `data` is neither."""
-    if not data.startswith(b"\x0a"):  # both begin with field 1, length-delimited
+    dumps write, keeps it in field 1; an `xla.HloSnapshot`, `*.snapshot.N.pb`, keeps such
+    an HloProto in field 1), or None when `data` is none of them."""
+    found = _nested_module(data)
+    return found[0] if found else None
+
+
+def _nested_module(data: bytes):
+    """(the HloModuleProto, how deep it lies: 0 itself, 1 in an HloProto, 2 in an
+    HloSnapshot) or None."""
+    for depth in range(3):
+        if not data.startswith(b"\x0a"):  # each begins with field 1, length-delimited
+            return None
+        try:
+            fields = list(proto_fields(data))
+            first = fields[0][2]
+            # HloModuleProto's field 1 is its name; an HloProto's (a snapshot's) is a
+            # message that itself begins with field 1
+            if first.startswith(b"\x0a") and list(proto_fields(first)):
+                data = first
+                continue
+            first.decode("utf-8")
+        except (ValueError, UnicodeDecodeError, IndexError):
+            return None
+        # a module has computations (field 3, messages)
+        return (data, depth) if any(n == 3 and w == 2 for n, w, _ in fields) else None
+    return None
+
+
+# -- HloSnapshot: a module with the arguments it ran with --------------------------------------
+
+# PrimitiveType (xla/xla_data.proto) -> (element type, the LiteralProto field of its values,
+# how they are stored: packed varints, packed little-endian words, or bytes as the
+# element type's own little-endian values, one per byte for types narrower than a byte)
+_LITERAL_FIELDS = {
+    1: ("pred", 2, "varint"), 26: ("s2", 26, "bytes"), 21: ("s4", 21, "bytes"),
+    2: ("s8", 15, "bytes"), 3: ("s16", 17, "bytes"), 4: ("s32", 4, "varint"),
+    5: ("s64", 5, "varint"), 27: ("u2", 27, "bytes"), 22: ("u4", 22, "bytes"),
+    6: ("u8", 3, "bytes"), 7: ("u16", 16, "bytes"), 8: ("u32", 6, "varint"),
+    9: ("u64", 7, "varint"), 10: ("f16", 11, "bytes"), 16: ("bf16", 13, "bytes"),
+    11: ("f32", 8, "words"), 12: ("f64", 9, "words"), 15: ("c64", 12, "words"),
+    18: ("c128", 18, "words"), 19: ("f8e5m2", 19, "bytes"), 20: ("f8e4m3fn", 20, "bytes"),
+    23: ("f8e4m3b11fnuz", 23, "bytes"), 24: ("f8e5m2fnuz", 24, "bytes"),
+    25: ("f8e4m3fnuz", 25, "bytes"), 28: ("f8e4m3", 28, "bytes"), 29: ("f8e3m4", 29, "bytes"),
+    32: ("f4e2m1fn", 32, "bytes"), 33: ("f8e8m0fnu", 33, "bytes"),
+}
+_TUPLE = 13  # PrimitiveType TUPLE: the literal's elements are LiteralProtos (field 10)
+
+
+def snapshot_arguments(data: bytes, where: str) -> list | None:
+    """The arguments an HloSnapshot (XLA's `xla_dump_hlo_snapshots=true` dumps,
+    `*.snapshot.N.pb`: the module, the arguments it ran with, its result) recorded, as
+    numpy arrays (a tuple for a tuple argument); None where `data` is no snapshot."""
+    found = _nested_module(data)
+    if found is None or found[1] != 2:
         return None
     try:
-        fields = list(proto_fields(data))
-        first = fields[0][2]
-        # HloModuleProto's field 1 is its name; HloProto's is the module, a message
-        # that itself begins with a name
-        if first.startswith(b"\x0a") and list(proto_fields(first)):
-            return first
-        first.decode("utf-8")
-    except (ValueError, UnicodeDecodeError, IndexError):
-        return None
-    # a module has computations (field 3, messages)
-    return data if any(n == 3 and w == 2 for n, w, _ in fields) else None
+        return [_literal(value) for number, wire, value in proto_fields(data)
+                if number == 2 and wire == 2]
+    except (ValueError, KeyError, IndexError) as e:
+        raise InputError(f"{where}: an HloSnapshot whose recorded arguments do not read "
+                         f"({e or type(e).__name__})") from None
+
+
+def _literal(proto: bytes):
+    """A LiteralProto as a numpy array (a tuple of them for a tuple)."""
+    fields = list(proto_fields(proto))
+    shape = next(v for n, _, v in fields if n == 1)
+    shape_fields = list(proto_fields(shape))
+    kind = next((v for n, w, v in shape_fields if n == 2 and w == 0), 0)
+    if kind == _TUPLE:
+        return tuple(_literal(v) for n, _, v in fields if n == 10)
+    if kind not in _LITERAL_FIELDS:
+        raise ValueError(f"element type {kind} of xla_data.proto's PrimitiveType, which "
+                         f"hlogen does not read from a literal")
+    name, field, how = _LITERAL_FIELDS[kind]
+    et = T.ELEMENT_TYPES[name]
+    dims = _varints(shape_fields, 3)
+    layout = next((v for n, _, v in shape_fields if n == 5), None)
+    minor_to_major = _varints(list(proto_fields(layout)), 1) if layout is not None else []
+    parts = [(w, v) for n, w, v in fields if n == field]
+    if how == "varint":
+        raw = np.array(_varints([(field, w, v) for w, v in parts], field), np.uint64)
+        values = raw.view(np.int64).astype(et.dtype) if et.kind == T.SIGNED else raw.astype(et.dtype)
+    else:
+        blob = b"".join(v for _, v in parts)
+        base = et.component.dtype if et.kind == T.COMPLEX else et.dtype
+        values = np.frombuffer(blob, np.dtype(base).newbyteorder("<")).astype(base)
+        if et.kind == T.COMPLEX:
+            values = values.view(et.dtype)
+    size = int(np.prod(dims, dtype=np.int64))
+    if values.size != size:
+        raise ValueError(f"{size} values of {et.name}{list(dims)} expected, {values.size} found")
+    # the values lie in the layout's order: the most major dimension first
+    order = list(reversed(minor_to_major)) or list(range(len(dims)))
+    physical = values.reshape([dims[d] for d in order])
+    return np.ascontiguousarray(physical.transpose([order.index(d) for d in range(len(dims))]))
+
+
+def _varints(fields: list, number: int) -> list:
+    """The integers of field `number` (repeated: packed, or one field per value)."""
+    out = []
+    for n, wire, value in fields:
+        if n != number:
+            continue
+        if wire == 0:
+            out.append(value)
+            continue
+        i = 0
+        while i < len(value):
+            v, i = _varint(value, i)
+            out.append(v)
+    return out
 
 
 def proto_damage(data: bytes) -> str | None:

@@ -162,14 +162,14 @@ def test_expected_output_match_and_mismatch(tmp_path):
     ok = hlogen(*base, "--expected-output", "4xs32=3,-1,-2147483648,-1",
                 "--expected-output", "4xs32=[1 -7 0 5]")
     assert ok.exit_code == 0, ok.output
-    assert "result[1]: max abs diff 0, max rel diff 0: within" in ok.output
+    assert "result[1]: all 4 elements match" in ok.output
     bad = hlogen(*base, "--expected-output", "4xs32=3,-1,-2147483648,-2",
                  "--expected-output", "4xs32=1,-7,0,5")
     assert bad.exit_code == 1
-    assert "result[0]: max abs diff 1, max rel diff 0.5: 1 of 4 element(s) differ" in bad.output
-    assert "first at [3]: got -1, expected -2" in bad.output
+    assert "result[0]: 1 of 4 elements differ (XLA's Near, abs 1e-06 and rel 1e-05); largest errors: abs 1, rel 0.5" in bad.output
+    assert "at [3]: got -1, expected -2 (abs error 1, rel error 0.5" in bad.output
     wrong_type = hlogen(*base, "--expected-output", "4xf32=0", "--expected-output", "4xs32=1,-7,0,5")
-    assert wrong_type.exit_code == 1 and "the result is s32[4], expected f32[4]" in wrong_type.output
+    assert wrong_type.exit_code == 1 and "the results' shapes differ: s32[4] against f32[4]" in wrong_type.output
     count = hlogen(*base, "--expected-output", "4xs32=0")
     assert count.exit_code == 2 and "has 2 result(s) (s32[4], s32[4]), got 1" in count.output
     literal = hlogen(*base, "--expected-output", "4xs32=1,2")
@@ -192,7 +192,7 @@ def test_check_interpret_agrees(tmp_path):
     result = hlogen("run", ELEMENTWISE, "--function", "gelu_like", "--input", "8xf32=[-2 -1 0 1 2 3 4 5]",
                     "--check-interpret", "--rtol", "1e-5", "--atol", "1e-6")
     assert result.exit_code == 0, result.output
-    assert "result[0]: cpu vs interpret: max abs diff" in result.output and "within rtol=1e-05" in result.output
+    assert "result[0]: cpu vs interpret: all 8 elements match (XLA's Near, abs 1e-06 and rel 1e-05)" in result.output
 
 
 def test_check_interpret_explains_the_first_divergence(tmp_path):
@@ -201,7 +201,10 @@ def test_check_interpret_explains_the_first_divergence(tmp_path):
             "--rtol", "0", "--atol", "0"]
     result = hlogen(*args, "--explain")
     assert result.exit_code == 1, result.output
-    assert "1 of 2 element(s) differ beyond rtol=0, atol=0; first at [0]: got 0.0, interpret 4.0" in result.output
+    assert "cpu vs interpret: 1 of 2 elements differ (XLA's Near, abs 0 and rel 0)" in result.output
+    # the first differing element, both values and the inputs there
+    assert "at [0]: cpu 0, interpret 4.00000647e-40 (abs error 4.00000647e-40, rel error 1, " \
+           "arg0=9.99999968e-21, arg1=9.99999968e-21)" in result.output
     assert f"explain: first divergence at {path}:3:8: stablehlo.multiply (op 1 of @main" in result.output
     assert hlogen(*args[:-4], "--atol", "1e-30").exit_code == 0  # a subnormal is within atol
 

@@ -181,7 +181,7 @@ def test_a_difference_from_expected_zeros_is_no_relative_zero(product):
     run = hlogen("run", product, "--input", "4xf32=1,2,3,4", "--input", "4xf32=1",
                  "--expected-output", "4xf32=0")
     assert run.returncode == 1
-    assert "max abs diff 4, max rel diff inf: 4 of 4 element(s) differ" in run.stdout
+    assert "4 of 4 elements differ (XLA's Near, abs 1e-06 and rel 1e-05); largest errors: abs 4, rel inf" in run.stdout
 
 
 def test_a_literal_of_another_type_is_named_as_such(product):

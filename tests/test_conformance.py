@@ -69,8 +69,9 @@ def test_check_dialect_short_and_generic_forms_become_custom_calls():
     assert checks[2]["tolerance"] == 0.1 and checks[3]["tolerance"] == 0.5
     assert checks[4]["max_ulp_difference"] == 7
     case = module.load_case(text, "t.mlir", lift_constants=True)
-    assert [c.kind for c in case.checks] == ["eq", "almost", "almost", "almost", "close", "eq"]
-    assert case.checks[1].params == {"tolerance": 1e-4}  # the check dialect's default
+    assert [c.rule.mode for c in case.checks] == ["exact", "near", "near", "near", "ulp", "exact"]
+    assert [c.rule.abs for c in case.checks[1:4]] == [1e-4, 0.1, 0.5]  # 1e-4: the dialect's default
+    assert all(c.rule.rel == 0 for c in case.checks[1:4]) and case.checks[4].rule.ulp == 7
 
 
 def test_run_lines_and_split_files():
@@ -118,21 +119,31 @@ def test_pjrt_gets_constants_as_parameters(tmp_path):
 # -- judging ----------------------------------------------------------------------------
 
 def test_judging_rules():
+    """StableHLO's checks, each as hlogen.differential.near's rule for it."""
+    def ok(call, params, got, want, from_dialect=False):
+        return judge.judge(judge.rule_of(call, params, from_dialect), np.array(got),
+                           np.array(want)).ok
+
     nan = np.float32("nan")
-    assert not judge.judge("eq", {}, np.array([nan]), np.array([nan])).ok  # NaN differs from NaN
-    assert judge.judge("close", {"max_ulp": 3, "min_ulp": 0}, np.array([nan]), np.array([nan])).ok
+    assert not ok("expect_eq", {}, [nan], [nan])  # NaN differs from NaN
+    assert ok("expect_eq", {}, [np.float32(-0.0)], [np.float32(0.0)])
+    assert ok("expect_close", {}, [nan], [nan])
     one = np.array([1.0], np.float32)
     three_ulp = one.view(np.int32) + 3
-    assert judge.judge("close", {"max_ulp": 3, "min_ulp": 0}, three_ulp.view(np.float32), one).ok
-    assert not judge.judge("close", {"max_ulp": 3, "min_ulp": 0}, (three_ulp + 1).view(np.float32), one).ok
-    assert judge.judge("close", {"max_ulp": 0, "min_ulp": 0}, np.array([-0.0]), np.array([0.0])).ok
-    assert judge.judge("almost", {"tolerance": 1e-3}, np.array([1.0005]), np.array([1.0])).ok
-    assert not judge.judge("almost", {"tolerance": 1e-4}, np.array([1.0005]), np.array([1.0])).ok
-    assert judge.judge("eq_or_almost", {"tolerance": 1e-4}, np.array([1.00001]), np.array([1.0])).ok
-    assert not judge.judge("eq_or_almost", {"tolerance": 1e-4}, np.array([2]), np.array([1])).ok
-    v = judge.judge("almost", {"tolerance": 1e-4}, np.array([1 + 2j]), np.array([1 + 2.5j]))
-    assert not v.ok and v.first == (0,) and "1 of 1 elements differ" in v.describe()
-    assert judge.ulp_distance(np.array([np.inf]), np.array([-np.inf]))[0] >= 2 ** 62
+    assert ok("expect_close", {}, three_ulp.view(np.float32), one)
+    assert not ok("expect_close", {}, (three_ulp + 1).view(np.float32), one)
+    assert ok("expect_close", {"max_ulp_difference": 0}, [-0.0], [0.0])
+    assert not ok("expect_close", {"min_ulp_difference": 1}, one, one)  # at least 1 apart
+    assert ok("expect_almost_eq", {}, [1.0005], [1.0])  # the custom call: 1e-3
+    assert not ok("expect_almost_eq", {}, [1.0005], [1.0], from_dialect=True)  # 1e-4
+    assert ok("eq", {}, [1.00001], [1.0])
+    assert not ok("eq", {}, [2], [1])
+    assert not ok("expect_almost_eq", {}, [np.inf], [np.float32(3e38)])
+    v = judge.judge(judge.rule_of("expect_almost_eq", {}, True), np.array([1 + 2j]),
+                    np.array([1 + 2.5j]))
+    assert not v.ok and v.first[0].index == (0,)
+    assert judge.describe(v).startswith("1 of 1 elements differ first at [0]: got (1+2j)")
+    assert v.mask.tolist() == [True]
 
 
 # -- runs through workers ---------------------------------------------------------------

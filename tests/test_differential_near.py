@@ -53,42 +53,59 @@ def values_of(dtype) -> list:
     return sorted(set(wide[np.isfinite(wide)].tolist()))
 
 
+def ordered_values(dtype) -> list:
+    """The values of a narrow type in order, its infinities (where it has them) at the
+    ends: the order ULPs count in."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        has_inf = bool(np.isinf(np.array(np.inf).astype(dtype).astype(np.float64)))
+    ends = [-math.inf] * has_inf, [math.inf] * has_inf
+    return ends[0] + values_of(dtype) + ends[1]
+
+
 def ulps_apart(a, e, dtype, table) -> int:
-    """Units in the last place between two finite values: positions in the type's
-    ordered values (a table for narrow types; nextafter steps for f32/f64)."""
+    """Units in the last place between two values that are not NaN: positions in the
+    type's ordered values (a table for narrow types; nextafter steps for f32/f64, which
+    step from the largest finite value to infinity too)."""
     if table is not None:
         return abs(table.index(float(a)) - table.index(float(e)))
     lo, hi = sorted((dtype(a), dtype(e)))
     steps = 0
     while lo < hi and steps <= 4:
-        lo = np.nextafter(lo, dtype(np.inf))
+        with np.errstate(over="ignore"):  # (the largest finite value steps to infinity)
+            lo = np.nextafter(lo, dtype(np.inf))
         steps += 1
     return steps
+
+
+def real_mismatch(a, e, tol: Tolerance, dtype, table) -> bool:
+    """One real float element by each mode's statement."""
+    same_bits = np.array(a).tobytes() == np.array(e).tobytes()
+    fa, fe = float(a), float(e)
+    if tol.bitwise:
+        return not same_bits
+    if tol.exact:
+        return not fa == fe  # -0 == +0; a NaN equals nothing
+    if tol.ulp is not None:
+        if math.isnan(fa) or math.isnan(fe):
+            return not (math.isnan(fa) and math.isnan(fe)) or tol.min_ulp > 0
+        distance = 0 if same_bits else ulps_apart(a, e, dtype, table)
+        return distance > tol.ulp or distance < tol.min_ulp
+    return xla_mismatch(a, e, tol, same_bits)
 
 
 def expected_mask(actual, expected, tol: Tolerance) -> list:
     et = hg.element_type(actual.dtype)
     out = []
-    table = values_of(actual.dtype) if et.kind == "float" and et.bits <= 16 else None
+    real = et.component if et.kind == "complex" else et
+    table = ordered_values(real.dtype) if real.kind == "float" and real.bits <= 16 else None
     for a, e in zip(actual.reshape(-1), expected.reshape(-1)):
-        same_bits = np.array(a).tobytes() == np.array(e).tobytes()
         if et.kind in ("pred", "signed", "unsigned"):
             out.append(bool(a != e))
         elif et.kind == "complex":
-            out.append(any(xla_mismatch(x, y, tol, np.array(x).tobytes() == np.array(y).tobytes())
+            out.append(any(real_mismatch(x, y, tol, real.dtype.type, table)
                            for x, y in ((a.real, e.real), (a.imag, e.imag))))
-        elif tol.bitwise:
-            out.append(not same_bits)
-        elif tol.ulp is not None:
-            fa, fe = float(a), float(e)
-            if same_bits or (math.isnan(fa) and math.isnan(fe)):
-                out.append(False)
-            elif math.isnan(fa) or math.isnan(fe) or math.isinf(fa) or math.isinf(fe):
-                out.append(True)
-            else:
-                out.append(ulps_apart(a, e, actual.dtype.type, table) > tol.ulp)
         else:
-            out.append(xla_mismatch(a, e, tol, same_bits))
+            out.append(real_mismatch(a, e, tol, actual.dtype.type, table))
     return out
 
 
@@ -121,8 +138,9 @@ def test_every_pair_of_special_values_is_judged_as_xla_does(name):
         pairs = list(itertools.product(numbers, repeat=2))
     actual = np.array([p[0] for p in pairs], et.dtype)
     expected = np.array([p[1] for p in pairs], et.dtype)
-    modes = TOLERANCES + ([Tolerance(ulp=0), Tolerance(ulp=1), Tolerance(bitwise=True)]
-                          if et.kind == "float" else [])
+    modes = TOLERANCES + [Tolerance(exact=True)] + \
+        ([Tolerance(ulp=0), Tolerance(ulp=1), Tolerance(ulp=3, min_ulp=1), Tolerance(bitwise=True)]
+         if et.kind == "float" else [])
     for tol in modes:
         bad, _, _ = judge(actual, expected, tol)
         assert bad.tolist() == expected_mask(actual, expected, tol), (name, tol)
@@ -224,5 +242,25 @@ def test_reports_of_every_kind_of_type_are_json(name):
 def test_bad_tolerances_are_refused():
     for bad in ({"abs": -1}, {"rel": float("nan")}, {"abs": "1"}, {"ulp": -2}, {"ulp": 1.5},
                 {"ulp": 1, "bitwise": True}):
+        with pytest.raises(hg.InputError):
+            Tolerance(**bad)
+
+
+def test_a_report_keeps_its_mask_and_the_largest_ulp_of_what_differs():
+    from tests import ulp
+    one = np.float32(1)
+    actual = np.array([one, np.nextafter(one, np.float32(2)), 2.0, np.nan, -0.0], np.float32)
+    expected = np.array([one, one, 1.0, np.nan, 0.0], np.float32)
+    exact = compare_arrays(actual, expected, Tolerance(exact=True), mask=True)
+    assert exact.mask.tolist() == [False, True, True, True, False]  # NaN equals nothing
+    differing = exact.mask
+    assert exact.max_ulp == int(ulp.ulp_distance(actual[differing], expected[differing]).max())
+    ranged = compare_arrays(actual, expected, Tolerance(ulp=3, min_ulp=1), mask=True)
+    assert ranged.mask.tolist() == [True, False, True, True, True]  # 0 apart: below min_ulp
+    # `also`: an element differs only where both rules say so (2.0 against 1.0 only)
+    both = compare_arrays(actual, expected, Tolerance(ulp=0), also=Tolerance(0, 0.5), mask=True)
+    assert both.mask.tolist() == [False, False, True, False, False] and both.differing == 1
+    assert Tolerance(ulp=3, min_ulp=1).describe() == "within 1..3 ULP"
+    for bad in ({"ulp": 1, "exact": True}, {"min_ulp": 2}, {"ulp": 1, "min_ulp": 2}):
         with pytest.raises(hg.InputError):
             Tolerance(**bad)

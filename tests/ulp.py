@@ -1,5 +1,5 @@
 """Units in the last place between floats: the tests' yardstick, independent of
-hlogen.conformance.judge.ulp_distance (which tests/test_ulp.py checks against it).
+hlogen.differential.near.ulp_distance (which tests/test_ulp.py checks against it).
 
 Two ways, each from a definition rather than from hlogen:
 - `by_values` (types of at most 16 bits): every value of the type, sorted (ml_dtypes

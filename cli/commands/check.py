@@ -10,9 +10,9 @@ from hlogen.conformance import files as conformance_files, report
 from hlogen.conformance.sample import stratified
 from hlogen.errors import HlogenError
 from hlogen.files import Output
-from hlogen.runtime import available, plugins
+from hlogen.runtime import available, plugins, xla_options
 from hlogen_cli import status
-from hlogen_cli.options import backend_option
+from hlogen_cli.options import backend_option, xla_flag_option
 from hlogen_cli.reporting import reports_errors
 from hlogen_cli.progress import Progress
 
@@ -23,6 +23,7 @@ ALL = "all"
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
 @backend_option("A backend (`hlogen devices` lists them: interpret, cpu, gpu, PJRT plugins), "
                 "or all: every one available here (the default).")
+@xla_flag_option(whose="the compiles of PJRT backends")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=None,
               help="Worker processes (default: the number of cores).")
 @click.option("--timeout", type=click.FloatRange(min=0.1), default=120.0, show_default=True,
@@ -43,12 +44,16 @@ ALL = "all"
                    "at least once (what `make test` runs).")
 @click.option("--quiet", "-q", is_flag=True, help="Print only the totals.")
 @reports_errors
-def command(paths, backend, jobs, timeout, batch, junit_path, json_path, known_paths,
+def command(paths, backend, xla_flags, jobs, timeout, batch, junit_path, json_path, known_paths,
             no_default_known, explain, sample, quiet):
     """Run StableHLO conformance files (PATHS: files or directories of .mlir) and judge
     the results by StableHLO's check rules. Exit status 1 when any module fails that is
     not a known deviation, 2 for bad arguments."""
     plugins.discover(isolate=True)  # each loaded in a child first: one that crashes is left out
+    options = xla_options.check(xla_flags)  # an unknown name: exit 2, with the closest
+    if options and backend not in (None, ALL) and not backends.compiles(backend):
+        raise HlogenError(f"--xla-flag sets options of XLA's compiles: --backend {backend} "
+                          f"compiles nothing")
     if backend in (None, ALL):
         chosen = [b.name for b in backends.BACKENDS.values() if available(b)]
     elif not available(backends.get(backend)):
@@ -65,9 +70,11 @@ def command(paths, backend, jobs, timeout, batch, junit_path, json_path, known_p
     progress = _Progress(quiet)
     result = conformance.run(paths, chosen, jobs=jobs, timeout=timeout, known_lists=known_paths,
                              use_default_known=not no_default_known, on_record=progress,
-                             explain=explain, batch=batch)
+                             explain=explain, batch=batch, xla_options=options)
     progress.done()
     click.echo(report.summary(result, per_op=not quiet, max_listed=0 if quiet else 50))
+    if options:
+        click.echo(f"XLA options of the PJRT compiles: {xla_options.text(options)}")
     if explain:
         for r in result.records:
             if r.get("explain"):

@@ -6,13 +6,15 @@ import click
 
 from hlogen_cli import isolation
 from hlogen_cli.reporting import reports_errors
-from hlogen_cli.options import backend_option, function_option, no_cache_option, output_option
+from hlogen_cli.options import (backend_option, function_option, no_cache_option, output_option,
+                                xla_flag_option)
 
 
 @click.command()
 @click.argument("file", metavar="IN", type=click.Path(dir_okay=False, allow_dash=True))
 @function_option()
 @backend_option("A PJRT backend: cpu, gpu or an installed plugin (default: jax's default device).")
+@xla_flag_option()
 @output_option("Write a compiled file: the module and XLA's executable, which hlogen run "
                "OUT.hlx runs without compiling, with this jaxlib on this backend and kind "
                "of device (it refuses others).", metavar="OUT.hlx")
@@ -23,7 +25,7 @@ from hlogen_cli.options import backend_option, function_option, no_cache_option,
 @no_cache_option
 @click.option("-v", "--verbose", is_flag=True, help="Report compile time and what the cache did.")
 @reports_errors
-def command(file, function_name, backend, output, hlo, cost, memory, no_cache, verbose):
+def command(file, function_name, backend, xla_flags, output, hlo, cost, memory, no_cache, verbose):
     """Compile IN with XLA: its optimized HLO, a compiled file, its cost analysis.
 
     IN: a module (.mlir text, bytecode or portable artifact, XLA's HLO text or protos, or
@@ -34,4 +36,4 @@ def command(file, function_name, backend, output, hlo, cost, memory, no_cache, v
     isolation.in_child("work:compile_module",
                        {"file": file, "function_name": function_name, "backend": backend,
                         "output": output, "hlo": hlo, "cost": cost, "no_cache": no_cache,
-                        "verbose": verbose, "memory": memory}, file)
+                        "verbose": verbose, "memory": memory, "xla_flags": xla_flags}, file)

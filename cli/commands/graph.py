@@ -10,9 +10,11 @@ import click
 
 from hlogen import drawing
 from hlogen import graph as graphs
+from hlogen.errors import HlogenError
 from hlogen.files import Output
+from hlogen.runtime import xla_options
 from hlogen_cli import isolation, sources, work
-from hlogen_cli.options import backend_option, function_option, output_option
+from hlogen_cli.options import backend_option, function_option, output_option, xla_flag_option
 from hlogen_cli.reporting import reports_errors
 
 
@@ -25,11 +27,12 @@ from hlogen_cli.reporting import reports_errors
                    "the module as written; .dot and .svg are XLA's own rendering.")
 @backend_option("With --optimized: the PJRT backend that compiles (cpu, gpu or a plugin; "
                 "default: jax's default device).")
+@xla_flag_option(whose="--optimized's compile")
 @output_option("The file to write; its suffix picks the form: .dot (Graphviz's text), "
                ".svg (needs Graphviz's dot), .html (one page that opens offline).",
                metavar="OUT.{dot,svg,html}", required=True)
 @reports_errors
-def command(file, function_name, optimized, backend, output):
+def command(file, function_name, optimized, backend, xla_flags, output):
     """Draw a module as a graph: DOT, SVG or one HTML page.
 
     IN is StableHLO in any form hg.load reads (- reads standard input), or a .py file
@@ -37,26 +40,31 @@ def command(file, function_name, optimized, backend, output):
     regions (loop bodies, branches, reducers) as clusters."""
     drawing.check_output(output)
     checked = Output(output, "-o", inputs=[file])  # before any work
+    if xla_flags and not optimized:
+        raise HlogenError("--xla-flag sets options of XLA's compile: it goes with --optimized")
     if optimized:
         isolation.in_child("commands.graph:draw_optimized",
                            {"file": file, "function_name": function_name, "backend": backend,
-                            "output": output}, file)
+                            "output": output, "xla_flags": xla_flags}, file)
         return
     comp = sources.computation_from(file, function_name)
     _write(graphs.of(comp), checked, comp.signature())
 
 
-def draw_optimized(file: str, function_name: str | None, backend: str | None, output: str) -> None:
-    """In the child: compile with XLA and draw its optimized HLO."""
+def draw_optimized(file: str, function_name: str | None, backend: str | None, output: str,
+                   xla_flags: tuple = ()) -> None:
+    """In the child: compile with XLA (with --xla-flag's options) and draw its optimized HLO."""
     # here, not at the top: start-up (jax starts for --optimized only)
     from hlogen.runtime import inspection, pjrt
+    options = xla_options.check(xla_flags)  # an unknown name: exit 2, with the closest
     comp = sources.computation_from(file, function_name)
     isolation.status("compile", backend=backend)
-    exe = pjrt.compile(comp, None if backend is None else work.declaration(backend))
+    exe = pjrt.compile(comp, None if backend is None else work.declaration(backend),
+                       xla_options=options)
     graph = inspection.optimized_graph(exe)
     dot = None if drawing.check_output(output) in drawing.HTML else inspection.xla_dot(exe)
-    _write(graph, Output(output, "-o", inputs=[file]), f"{comp.signature()} on {exe.backend}",
-           dot)
+    on = exe.backend + (f" ({xla_options.text(options)})" if options else "")
+    _write(graph, Output(output, "-o", inputs=[file]), f"{comp.signature()} on {on}", dot)
 
 
 def _write(graph, output: Output, subtitle: str, dot: str | None = None) -> None:

@@ -8,7 +8,8 @@ import dataclasses
 import click
 
 from hlogen_cli import completion, isolation
-from hlogen_cli.options import RunOptions, backend_option, function_option
+from hlogen_cli.options import (RunOptions, backend_option, function_option, input_options,
+                                no_cache_option, xla_flag_option)
 from hlogen_cli.reporting import reports_errors
 
 VALUE_HELP = ("2x3xf32=1,2,3,4,5,6, \"2x3xf32=[1 2 3][4 5 6]\", 2x3xf32=0 (a splat), f32=3.5 "
@@ -21,26 +22,33 @@ VALUE_HELP = ("2x3xf32=1,2,3,4,5,6, \"2x3xf32=[1 2 3][4 5 6]\", 2x3xf32=0 (a spl
 @click.command()
 @click.argument("file", metavar="IN", type=click.Path(dir_okay=False, allow_dash=True))
 @function_option()
-@click.option("--input", "input_specs", multiple=True, metavar="VALUE",
-              help="One per parameter, in order: " + VALUE_HELP + ". With --replicas N: one "
-                   "per parameter, the same on every replica or with a leading dimension of N "
-                   "(replica r gets [r]); or one per parameter per replica (replica 0's, then "
-                   "replica 1's, ...); across processes, also one per parameter per replica of "
-                   "this process.")
+@input_options("One per parameter, in order: " + VALUE_HELP + ". With --replicas N: one "
+               "per parameter, the same on every replica or with a leading dimension of N "
+               "(replica r gets [r]); or one per parameter per replica (replica 0's, then "
+               "replica 1's, ...); across processes, also one per parameter per replica of "
+               "this process. Without any input option, an HloSnapshot (XLA's "
+               "xla_dump_hlo_snapshots) runs with the arguments it recorded.")
 @backend_option()
+@xla_flag_option()
+@click.option("--no-hlo-passes", is_flag=True,
+              help="Run the module as it is, without XLA's HLO passes (xla_disable_all_hlo_passes, "
+                   "as run_hlo_module's --run_test_hlo_passes=false): for *after_optimizations* "
+                   "HLO dumps that XLA can execute as they are.")
 @click.option("--check-interpret", is_flag=True,
               help="Also run the reference interpreter on the same inputs and compare each result "
-                   "(of each replica) within --rtol/--atol (exit 1 if one differs).")
+                   "(of each replica) by XLA's rule with --atol/--rtol (exit 1 if one differs).")
 @click.option("--explain", is_flag=True,
               help="With --check-interpret: when a result differs, name the first op whose PJRT "
                    "and interpreter values differ.")
 @click.option("--expected-output", "expected_specs", multiple=True, metavar="VALUE",
               help="One per result, in the forms of --input (per replica as --input is); exit 1 "
-                   "when a result differs beyond --rtol/--atol.")
+                   "when a result differs by --atol/--rtol.")
 @click.option("--rtol", type=click.FloatRange(min=0), default=1e-5, show_default=True,
-              help="Relative tolerance of comparisons (floats; integers compare exactly).")
+              help="The relative error bound of comparisons, by XLA's rule: an element differs "
+                   "only when it exceeds both --atol and --rtol (floats; integers compare "
+                   "exactly; two NaNs match).")
 @click.option("--atol", type=click.FloatRange(min=0), default=1e-6, show_default=True,
-              help="Absolute tolerance of comparisons.")
+              help="The absolute error bound of comparisons (XLA's rule, with --rtol).")
 @click.option("--replicas", type=click.IntRange(min=1), default=None,
               help="Run N replicas, one per device (on the CPU, hlogen starts enough devices); "
                    "default 1, or one per process. Results are printed per replica and saved "
@@ -66,7 +74,7 @@ VALUE_HELP = ("2x3xf32=1,2,3,4,5,6, \"2x3xf32=[1 2 3][4 5 6]\", 2x3xf32=0 (a spl
                    "np.load(f)['result_0'].view(...)).")
 @click.option("--repeat", type=click.IntRange(min=1), default=1, show_default=True,
               help="Run N times and report min/median/max time per call (stderr).")
-@click.option("--no-cache", is_flag=True, help="Compile even when the executable cache has it.")
+@no_cache_option
 @click.option("-v", "--verbose", is_flag=True,
               help="Report compile time and what the executable cache did (stderr).")
 @click.option("--profile", metavar="DIR", type=click.Path(file_okay=False),

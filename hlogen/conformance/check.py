@@ -56,17 +56,20 @@ def tasks_for(paths, backends: list) -> tuple[list, dict]:
 
 def run(paths, backends, jobs: int | None = None, timeout: float = 120.0, known_lists=(),
         use_default_known: bool = True, on_record=None, explain: bool = False,
-        batch: int = 8) -> Run:
+        batch: int = 8, xla_options=()) -> Run:
     """Runs every module of `paths` on each of `backends` (names hlogen.backends declares);
-    PJRT modules are compiled `batch` at a time (see runner.run_batch)."""
+    PJRT modules are compiled `batch` at a time (see runner.run_batch), with `xla_options`
+    (XLA's options, checked by hlogen.runtime.xla_options)."""
     jobs = jobs or os.cpu_count() or 1
     entries = known.load(known.DEFAULT) if use_default_known else []
     for path in known_lists:
         entries += known.load(path)
     tasks, plans = tasks_for(paths, list(backends))
-    if explain:
-        for t in tasks:
+    for t in tasks:
+        if explain:
             t["explain"] = compiles(t["backend"])
+        if xla_options and compiles(t["backend"]):
+            t["xla_options"] = [list(o) for o in xla_options]
     records: list = []
     start = time.perf_counter()
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 
-import ml_dtypes
 import numpy as np
 from jaxlib.mlir import ir
 
@@ -17,7 +16,7 @@ import hlogen as hg
 from hlogen import backends, mlir, passes, preflight
 from hlogen import types as T
 from hlogen.computation import Computation
-from hlogen.conformance import judge
+from hlogen.differential.near import Tolerance, compare_arrays
 
 _SKIPPED = {"func.return", "stablehlo.constant"}  # constants are the same everywhere
 
@@ -54,12 +53,12 @@ def first_divergence(computation: Computation, inputs, backend: str = "cpu",
                      rtol: float = 0.0) -> Divergence | None:
     """The first op of `computation`'s main (in program order) whose values on `backend`
     and on `reference` differ, run on `inputs` (one array per parameter); None when every
-    intermediate value agrees. Two floats differ by more than `max_ulp` units in the last
-    place of the larger magnitude, and more than `rtol` of it (integers: any difference):
-    a rule that scales with each op's own values, so that the op where XLA CPU flushes a
-    subnormal to zero is the one named (the ULP of zero and of subnormals is the type's
-    smallest subnormal: 1e-39 and 0 differ in f32), not the later op where the difference
-    has grown past an absolute tolerance."""
+    intermediate value agrees. Two floats differ when more than `max_ulp` units in the
+    last place apart and more than `rtol` of the reference value (integers: any
+    difference; hlogen.differential.near's rules `ulp` and Near): a rule that scales
+    with each op's own values, so that the op where XLA CPU flushes a subnormal to zero
+    is the one named (1e-39 and 0 are some 700000 ULP apart in f32), not the later op
+    where the difference has grown past an absolute tolerance."""
     if not isinstance(computation, Computation):
         raise hg.HlogenError(f"first_divergence takes a Computation, got {type(computation).__name__}")
     probed, probes = _with_probes(computation)
@@ -68,55 +67,23 @@ def first_divergence(computation: Computation, inputs, backend: str = "cpu",
     got = _run(probed, inputs, backend)
     want = _run(probed, inputs, reference)
     where = computation.source or computation.name
+    # each op by its own values: more than max_ulp apart, and more than rtol relative
+    rule, relative = Tolerance(ulp=max_ulp), Tolerance(0, rtol) if rtol else None
     for k, (op, index, position) in enumerate(probes):
         a, b = np.asarray(got[k]), np.asarray(want[k])
-        bad, ulp = _differs(a, b, max_ulp, rtol)
-        if not np.any(bad):
+        found = compare_arrays(a, b, rule, also=relative, shown=1)
+        if found.ok:
             continue
-        v = judge.verdict(bad, a, b, ulp)
+        first = found.first[0] if found.first else None
+        example = (f"at {list(first.index)}: {backend} {first.actual.item()}, {reference} "
+                   f"{first.expected.item()}" if first else found.problem)
         return Divergence(
             op=op.name, location=preflight.located(op, where), position=position, result=index,
             operand_shapes=[_shape(v_.type) for v_ in op.operands],
             result_shapes=[_shape(r.type) for r in op.results],
-            max_abs=v.max_abs, max_ulp=v.max_ulp, mismatches=v.mismatches, total=v.total,
-            example=f"at {list(v.first)}: {backend} {v.got}, {reference} {v.want}",
-            backend=backend, reference=reference)
+            max_abs=found.max_abs_error, max_ulp=found.max_ulp, mismatches=found.differing,
+            total=found.elements, example=example, backend=backend, reference=reference)
     return None
-
-
-def _differs(a: np.ndarray, b: np.ndarray, max_ulp: int, rtol: float):
-    """(mask of the elements that differ, the largest ULP distance among them)."""
-    if a.shape != b.shape:
-        return np.ones((), bool), 0
-    et = T.element_type(a.dtype)
-    parts = [(a.real, b.real), (a.imag, b.imag)] if et.kind == T.COMPLEX else [(a, b)]
-    bad, worst = np.zeros(a.shape, bool), 0
-    for x, y in parts:
-        if T.element_type(x.dtype).kind != T.FLOAT:
-            bad |= x != y
-            continue
-        mask = _floats_differ(x, y, max_ulp, rtol)
-        if np.any(mask):
-            worst = max(worst, int(judge.ulp_distance(x, y)[mask].max()))
-        bad |= mask
-    return bad, worst
-
-
-def _floats_differ(x: np.ndarray, y: np.ndarray, max_ulp: int, rtol: float) -> np.ndarray:
-    """|x - y| beyond `max_ulp` ULP of max(|x|, |y|) and beyond `rtol` of it; a NaN
-    against a number, and an infinity against anything else, always."""
-    info = ml_dtypes.finfo(x.dtype)
-    wx, wy = x.astype(np.float64), y.astype(np.float64)
-    with np.errstate(all="ignore"):
-        larger = np.maximum(np.abs(wx), np.abs(wy))
-        # one ULP of the larger magnitude; of zero and subnormals, the smallest subnormal
-        exponent = np.floor(np.log2(np.maximum(larger, float(info.smallest_normal))))
-        ulp = np.ldexp(1.0, (exponent - info.nmant).astype(np.int32))
-        distance = np.abs(wx - wy)
-        far = (distance > max_ulp * ulp) & (distance > rtol * larger)
-    special = np.isnan(wx) | np.isnan(wy) | np.isinf(wx) | np.isinf(wy)
-    same = (wx == wy) | (np.isnan(wx) & np.isnan(wy))
-    return ~same & (special | far)
 
 
 def _shape(t) -> str:

@@ -27,6 +27,7 @@ from hlogen import types as T
 from hlogen.computation import Computation, is_public
 from hlogen.loading import parse_module
 from hlogen.conformance import files, judge
+from hlogen.differential.near import Tolerance
 from hlogen.errors import InputError, UnsupportedError
 
 # Ops that are bookkeeping rather than what a module tests.
@@ -43,8 +44,7 @@ _STATIC_OPERANDS = {"stablehlo.dynamic_broadcast_in_dim", "stablehlo.dynamic_iot
 @dataclasses.dataclass
 class Check:
     call: str        # expect_eq, expect_close, expect_almost_eq, eq
-    kind: str        # judge's kind
-    params: dict
+    rule: Tolerance  # how the check judges (hlogen.conformance.judge)
 
 
 @dataclasses.dataclass
@@ -187,12 +187,12 @@ def _find_checks(main: ir.Operation, dialect_checks: list, where: str) -> list:
             except (ValueError, IndexError):
                 pass
         try:
-            kind, rule = judge.rule_of(call, params, from_dialect)
+            rule = judge.rule_of(call, params, from_dialect)
         except ValueError as e:
             raise InputError(f"{where}: {e}") from None
         if len(op.operands) != 2:
             raise InputError(f"{where}: @check.{call} takes two operands, it has {len(op.operands)}")
-        found.append((op, Check(call, kind, rule)))
+        found.append((op, Check(call, rule)))
     return found
 
 

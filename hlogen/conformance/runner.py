@@ -52,19 +52,28 @@ def _flat(out) -> list:
     return [np.asarray(a) for a in (out if isinstance(out, tuple) else (out,))]
 
 
-def run_one(path: str, index: int, backend: str, explain: bool = False) -> dict:
-    """Runs module `index` of `path` on `backend`; the result record."""
+def declared(name: str, xla_options=()) -> backends.Backend:
+    """The backend a task names, under the task's XLA options (`hlogen check --xla-flag`:
+    checked (name, value) pairs)."""
+    backend = backends.get(name)
+    return backend.with_options(dict(map(tuple, xla_options))) if xla_options else backend
+
+
+def run_one(path: str, index: int, backend: str, explain: bool = False, xla_options=()) -> dict:
+    """Runs module `index` of `path` on `backend` (compiled with `xla_options`); the
+    result record."""
     start = time.perf_counter()
     record = _new_record(path, index, backend)
     with _recording(record, start):
         case = _load(path, index, backend, record)
         if case is not None:
-            _judge(case, execute(case, backend), record, backend, explain)
+            on = declared(backend, xla_options)
+            _judge(case, execute(case, on), record, on, explain)
     return record
 
 
 def run_batch(items: list, explain: bool = False) -> list:
-    """Runs PJRT modules (dicts: file, module, backend) compiled together as one
+    """Runs PJRT modules (dicts: file, module, backend, xla_options) compiled together as one
     executable: XLA's compile time is mostly fixed cost (one op or ten independent ones
     compile in about the same time), so a batch pays it once. Each module's values stay
     its own (separate parameters and results). Modules that cannot join a batch (extra
@@ -84,7 +93,9 @@ def run_batch(items: list, explain: bool = False) -> list:
         joinable = (case.computation is not None and case.replicated is None
                     and len(list(case.computation.module.body.operations)) == 1)
         by_backend.setdefault((record["backend"], joinable), []).append((record, case))
-    for (backend, joinable), group in by_backend.items():
+    options = items[0].get("xla_options", ()) if items else ()  # (one check run: the same)
+    for (name, joinable), group in by_backend.items():
+        backend = declared(name, options)
         outputs, share = None, 0.0
         if joinable and len(group) > 1:
             start = time.perf_counter()
@@ -210,10 +221,10 @@ def judge_results(case: Case, results: list) -> dict:
               **{f"{name}_only": True for name in BOUNDS}}
     for k, check in enumerate(case.checks):
         got, want = results[k], results[n + k]
-        verdict = judge.judge(check.kind, check.params, got, want)
+        verdict = judge.judge(check.rule, got, want)
         if verdict.ok:
             continue
-        failures.append(f"check {k + 1} of {n} (@check.{check.call}): {verdict.describe()}")
+        failures.append(f"check {k + 1} of {n} (@check.{check.call}): {judge.describe(verdict)}")
         traits["max_ulp"] = max(traits["max_ulp"], verdict.max_ulp or _HUGE_IF_NOT_FLOAT(got))
         if verdict.mask is not None:
             traits["subnormal_only"] &= _explained_by_subnormals(verdict.mask, got, want,

@@ -1,5 +1,5 @@
 """A worker process (`main`, started by hlogen.conformance.pool) reads tasks, one JSON object
-per line on stdin ({"file", "module", "backend"}, or {"batch": [those]} for PJRT
+per line on stdin ({"file", "module", "backend", "xla_options"}, or {"batch": [those]} for PJRT
 modules compiled together), and answers each with one JSON line (a record of
 hlogen.conformance.runner, or {"records": [...]}). It first answers {"ready": true}.
 
@@ -33,7 +33,8 @@ def main() -> None:
                 answer = {"records": runner.run_batch(items, explain=task.get("explain", False))}
             else:
                 answer = runner.run_one(task["file"], task["module"], task["backend"],
-                                        explain=task.get("explain", False))
+                                        explain=task.get("explain", False),
+                                        xla_options=task.get("xla_options", ()))
         except Exception as e:  # a bug of the runner: reported for these modules, not fatal
             message = f"runner error: {type(e).__name__}: {e}"
             answer = {"records": [{**t, "status": "error", "message": message} for t in items]}

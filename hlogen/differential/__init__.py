@@ -2,8 +2,9 @@
 (`run_hlo_module`, `hlo-translate`, `hlo-bisect`), without building XLA; and finding
 more of it.
 
-- `near`: XLA's comparison rule (`literal_comparison::Near`), `ulp` and `bitwise` modes,
-  and a report per result;
+- `near`: XLA's comparison rule (`literal_comparison::Near`), the `ulp` (with `min_ulp`),
+  `exact` and `bitwise` modes, and a report per result: hlogen's one array comparison
+  (run, compare, bisect and StableHLO's checks judge through it);
 - `inputs`: random inputs as run_hlo_module makes them (`MakeFakeArguments`), with the
   values that indices, init values and sort keys need;
 - `compare`: one computation on a test and a reference side (a backend, its XLA options,
@@ -20,8 +21,8 @@ XLA's options themselves are checked and typed by hlogen.runtime.xla_options (wh
 `hg.compile(..., xla_options=...)` takes).
 """
 from hlogen.differential.bisect import EVERY_PASS, STAGES, Verdict, bisect, options_disabling, search
-from hlogen.differential.compare import (HLO_ROUTE, Comparison, Iteration, Side, compare, run_on,
-                                         through_hlo)
+from hlogen.differential.compare import (HLO_ROUTE, Comparison, Iteration, Side, compare,
+                                         leaf_names, run_on, through_hlo)
 from hlogen.differential.generate import generate, mutate
 from hlogen.differential.hlo_passes import PassLog, parse_log, passes_that_ran
 from hlogen.differential.inputs import Need, constraints, random_inputs, zero_inputs
@@ -33,7 +34,7 @@ from hlogen.differential.reduce import Progress, Reduced, op_count, reduce, scri
 __all__ = [
     "Tolerance", "compare_arrays", "ResultReport", "Difference", "ulp_distance", "json_value",
     "random_inputs", "zero_inputs", "constraints", "Need",
-    "compare", "run_on", "through_hlo", "Side", "Comparison", "Iteration", "HLO_ROUTE",
+    "compare", "run_on", "through_hlo", "leaf_names", "Side", "Comparison", "Iteration", "HLO_ROUTE",
     "passes_that_ran", "parse_log", "PassLog",
     "bisect", "search", "options_disabling", "Verdict", "STAGES", "EVERY_PASS",
     "IsolatedRunner",

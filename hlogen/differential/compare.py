@@ -160,7 +160,8 @@ class Comparison:
 def compare(computation: Computation, inputs=None, test=backends.CPU.name,
             reference=backends.INTERPRET.name,
             test_options=None, reference_options=None, abs=1e-3, rel=1e-3, ulp=None,
-            bitwise=False, iterations=1, seed=0, large_range=False, shown=5) -> Comparison:
+            bitwise=False, iterations=1, seed=0, large_range=False, shown=5,
+            watch=None) -> Comparison:
     """Runs `computation` on the test and the reference side and compares each result
     by XLA's rule (abs and rel bounds), or within `ulp` units, or `bitwise`.
 
@@ -169,7 +170,8 @@ def compare(computation: Computation, inputs=None, test=backends.CPU.name,
     strings). `inputs`: one array per parameter; None for random inputs
     (hlogen.differential.inputs, `seed`, `large_range`), new ones for each of `iterations`
     (seed, seed + 1, ...), stopping at the first that differs. `shown`: how many
-    differing elements each report lists.
+    differing elements each report lists. `watch("test" or "reference", side)` is called
+    before each side compiles and runs (the command line names a side that dies).
     """
     tolerance = Tolerance(abs, rel, ulp, bitwise)
     sides = Side.of(test, test_options), Side.of(reference, reference_options)
@@ -178,12 +180,15 @@ def compare(computation: Computation, inputs=None, test=backends.CPU.name,
     if inputs is not None and iterations > 1:
         raise InputError("iterations > 1 draws new random inputs each time: give no inputs")
     modules = [side.module(computation) for side in sides]
+    watch = watch or (lambda which, side: None)
     done = []
     for k in range(iterations):
         args = list(inputs) if inputs is not None else \
             random_inputs(computation, seed=seed + k, large_range=large_range)
+        watch("test", sides[0])
         start = time.perf_counter()
         got = sides[0].run(modules[0], args)
+        watch("reference", sides[1])
         middle = time.perf_counter()
         want = sides[1].run(modules[1], args)
         end = time.perf_counter()
@@ -201,17 +206,19 @@ def compare(computation: Computation, inputs=None, test=backends.CPU.name,
                       os.environ.get("XLA_FLAGS", ""))
 
 
+def leaf_names(computation: Computation) -> list:
+    """The name of each parameter leaf, in order (NAME.i for the elements of a tuple)."""
+    return [n for name, shape in zip(computation.parameter_names, computation.parameter_shapes)
+            for n in _names(name, shape)]
+
+
+def _names(name: str, shape) -> list:
+    if isinstance(shape, T.TupleShape):
+        return [n for i, s in enumerate(shape.elements) for n in _names(f"{name}.{i}", s)]
+    return [name]
+
+
 def _named_leaves(computation: Computation, args) -> dict:
-    """Each argument leaf by name (name.i for tuple elements), as arrays."""
-    named = {}
-
-    def add(name, shape, value):
-        if isinstance(shape, T.TupleShape):
-            for i, (s, v) in enumerate(zip(shape.elements, value)):
-                add(f"{name}.{i}", s, v)
-        else:
-            named[name] = np.asarray(value)
-
-    for name, shape, value in zip(computation.parameter_names, computation.parameter_shapes, args):
-        add(name, shape, value)
-    return named
+    """Each argument leaf by name (leaf_names), as arrays."""
+    leaves = T.flatten(computation.parameter_shapes, args)
+    return {name: np.asarray(v) for name, v in zip(leaf_names(computation), leaves)}

@@ -10,8 +10,13 @@ xla/literal_comparison.cc), per element of arrays of one element type and shape:
 - complex numbers: the real and the imaginary parts each by the float rule.
 (XLA subtracts in the element type, which rounds the difference of types narrower than
 f32; hlogen subtracts in float64: a decision can differ only where a rounded difference
-crosses a bound.) Stricter modes: `ulp=N` (finite floats at most N units in the last
-place apart, NaNs and infinities as above) and `bitwise` (every element's bits).
+crosses a bound.) Other modes: `ulp=N` (floats at most N units in the last place
+apart in the order of the type's values, where the largest finite value and infinity
+are 1 apart and -0 and +0 none; two NaNs match, a NaN and a number do not; with
+`min_ulp=M`, also at least M apart), `exact` (equal as numbers: -0 == +0, a NaN equal
+to nothing) and `bitwise` (every element's bits). StableHLO's check ops are three of
+these (hlogen.conformance.judge): `expect_eq` is `exact`, `expect_close` is `ulp` with
+`min_ulp`, `expect_almost_eq` is Near with rel 0.
 """
 from __future__ import annotations
 
@@ -26,12 +31,15 @@ from hlogen.errors import InputError
 
 @dataclasses.dataclass(frozen=True)
 class Tolerance:
-    """How close two results must be: XLA's `ErrorSpec(abs, rel)`, or `ulp=N`, or `bitwise`."""
+    """How close two results must be: XLA's `ErrorSpec(abs, rel)`, or `ulp=N` (with
+    `min_ulp=M`: between M and N units apart), or `exact`, or `bitwise`."""
 
     abs: float = 1e-3
     rel: float = 1e-3
     ulp: int | None = None
     bitwise: bool = False
+    min_ulp: int = 0
+    exact: bool = False
 
     def __post_init__(self):
         for name in ("abs", "rel"):
@@ -39,26 +47,41 @@ class Tolerance:
             if isinstance(value, bool) or not isinstance(value, (int, float)) or \
                     not value >= 0:
                 raise InputError(f"the {name} error bound must be a number >= 0, got {value!r}")
-        if self.ulp is not None and (isinstance(self.ulp, bool) or not isinstance(self.ulp, int)
-                                     or self.ulp < 0):
-            raise InputError(f"ulp must be a whole number of units >= 0, got {self.ulp!r}")
-        if self.ulp is not None and self.bitwise:
-            raise InputError("choose one of ulp and bitwise: bitwise is ulp=0 without -0 == +0 "
-                             "and with NaN payloads compared")
+        for name in ("ulp", "min_ulp"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                      or value < 0):
+                raise InputError(f"{name} must be a whole number of units >= 0, got {value!r}")
+        if sum((self.ulp is not None, bool(self.bitwise), bool(self.exact))) > 1:
+            raise InputError("choose one of ulp, exact and bitwise: exact compares numbers "
+                             "(-0 == +0, a NaN equal to nothing), bitwise their bits, ulp "
+                             "their distance")
+        if self.min_ulp and (self.ulp is None or self.min_ulp > self.ulp):
+            raise InputError(f"min_ulp={self.min_ulp} needs ulp=N with N >= it (a range of "
+                             f"distances), got ulp={self.ulp!r}")
 
     @property
     def mode(self) -> str:
-        return "bitwise" if self.bitwise else "near" if self.ulp is None else "ulp"
+        return ("bitwise" if self.bitwise else "exact" if self.exact else
+                "near" if self.ulp is None else "ulp")
+
+    @property
+    def equal_bits_match(self) -> bool:
+        """Whether elements of equal bits always match (not so for `exact`, where a NaN
+        equals nothing, nor with a `min_ulp`)."""
+        return not self.exact and not self.min_ulp
 
     def describe(self) -> str:
-        if self.bitwise:
-            return "bitwise"
+        if self.bitwise or self.exact:
+            return self.mode + (" (a NaN equals nothing)" if self.exact else "")
         if self.ulp is not None:
-            return f"within {self.ulp} ULP"
+            return f"within {self.min_ulp}..{self.ulp} ULP" if self.min_ulp else \
+                f"within {self.ulp} ULP"
         return f"XLA's Near, abs {self.abs:g} and rel {self.rel:g}"
 
     def to_json(self) -> dict:
-        return {"mode": self.mode, "abs": self.abs, "rel": self.rel, "ulp": self.ulp}
+        return {"mode": self.mode, "abs": self.abs, "rel": self.rel, "ulp": self.ulp,
+                "min_ulp": self.min_ulp}
 
 
 # -- the rule, vectorized --------------------------------------------------------------------
@@ -97,17 +120,19 @@ def _judge_flat(actual, expected, tolerance: Tolerance):
     # where |a - e| is not finite, a NaN or an infinity is involved: exact where the bits
     # are equal or both are NaN, infinitely wrong otherwise
     odd = np.flatnonzero(~np.isfinite(abs_error))
-    infinite = np.zeros(actual.shape, bool)
     if odd.size:
         x, y = actual[odd], expected[odd]
         exact = (_bits(x) == _bits(y)) | (_isnan(x) & _isnan(y))
-        infinite[odd[~exact]] = True
         for error in (abs_error, rel_error):
             error[odd] = np.where(exact, 0.0, np.inf)
     if tolerance.bitwise:
         bad = _bits(actual) != _bits(expected)
+    elif tolerance.exact:
+        with np.errstate(invalid="ignore"):
+            bad = ~(actual.astype(np.float64) == expected.astype(np.float64))
     elif tolerance.ulp is not None:
-        bad = infinite | ((abs_error > 0) & (ulp_distance(actual, expected) > tolerance.ulp))
+        distance = ulp_distance(actual, expected)
+        bad = (distance > tolerance.ulp) | (distance < tolerance.min_ulp)
     else:
         bad = (abs_error > tolerance.abs) & (rel_error > tolerance.rel)
     return bad, abs_error, rel_error
@@ -192,7 +217,8 @@ class Difference:
 @dataclasses.dataclass
 class ResultReport:
     """How one result compares: counts, largest errors, the first differences, and a
-    histogram of relative errors by decade (of the elements whose values are not equal)."""
+    histogram of relative errors by decade (of the elements whose values are not equal);
+    `mask`, where compare_arrays was asked for it: which elements differ."""
 
     name: str
     shape: str
@@ -204,6 +230,8 @@ class ResultReport:
     first: list = dataclasses.field(default_factory=list)       # Difference, in index order
     histogram: dict = dataclasses.field(default_factory=dict)   # decade label -> count
     problem: str | None = None  # what makes the results incomparable (their shapes)
+    max_ulp: int = 0  # the largest distance in ULP of the differing elements (floats)
+    mask: np.ndarray | None = dataclasses.field(default=None, repr=False, compare=False)
 
     @property
     def ok(self) -> bool:
@@ -215,10 +243,12 @@ class ResultReport:
                 "differing": self.differing, "max_abs_error": json_value(self.max_abs_error),
                 "max_rel_error": json_value(self.max_rel_error),
                 "first": [d.to_json() for d in self.first], "histogram": dict(self.histogram),
-                "problem": self.problem}
+                "max_ulp": self.max_ulp, "problem": self.problem}
 
-    def text(self, actual: str = "actual", expected: str = "expected") -> str:
-        head = f"{self.name} {self.shape}: "
+    def text(self, actual: str = "actual", expected: str = "expected",
+             head: str | None = None) -> str:
+        """The report for people; `head` begins its first line (default "NAME SHAPE: ")."""
+        head = f"{self.name} {self.shape}: " if head is None else head
         if self.problem:
             return head + self.problem
         verdict = (f"all {self.elements} elements match" if self.ok else
@@ -242,10 +272,13 @@ def shape_text(array: np.ndarray) -> str:
 
 
 def compare_arrays(actual, expected, tolerance: Tolerance | None = None, *, name: str = "result",
-                   inputs: dict | None = None, shown: int = 5) -> ResultReport:
+                   inputs: dict | None = None, shown: int = 5, also: Tolerance | None = None,
+                   mask: bool = False) -> ResultReport:
     """The report of `actual` against `expected` by `tolerance` (XLA's Near, abs = rel =
     1e-3, when None). `inputs` (name -> array): the inputs whose shape is the result's are
-    shown at each of the first `shown` differing indices."""
+    shown at each of the first `shown` differing indices. `also`: an element differs only
+    where it differs by this rule too (within 3 ULP or 1e-5 relative: `ulp=3` also
+    `Tolerance(0, 1e-5)`). `mask`: keep which elements differ (`report.mask`)."""
     tolerance = tolerance or Tolerance()
     actual, expected = np.asarray(actual), np.asarray(expected)
     if actual.dtype != expected.dtype or actual.shape != expected.shape:
@@ -254,10 +287,13 @@ def compare_arrays(actual, expected, tolerance: Tolerance | None = None, *, name
                             problem=f"the results' shapes differ: {shape_text(actual)} against "
                                     f"{shape_text(expected)}")
     report = ResultReport(name, shape_text(expected), tolerance, int(expected.size), 0)
-    # only the elements whose bits differ need the rule: one pass finds them (where they
-    # are many, the rule runs on every element rather than on copies of them)
+    if mask:
+        report.mask = np.zeros(actual.shape, bool)
+    # only the elements whose bits differ need the rule (where equal bits match): one pass
+    # finds them (where they are many, the rule runs on every element rather than on
+    # copies of them)
     a, e = np.ascontiguousarray(actual).reshape(-1), np.ascontiguousarray(expected).reshape(-1)
-    unequal = _unequal_bits(a, e)
+    unequal = _unequal_bits(a, e) if tolerance.equal_bits_match else np.ones(a.shape, bool)
     count = int(np.count_nonzero(unequal))
     if not count:
         return report
@@ -266,7 +302,13 @@ def compare_arrays(actual, expected, tolerance: Tolerance | None = None, *, name
         where = np.flatnonzero(unequal)
         a, e = a[where], e[where]
     bad, abs_error, rel_error = judge(a, e, tolerance)
+    if also is not None:
+        bad &= judge(a, e, also)[0]
+    if mask:
+        marks = report.mask.reshape(-1)  # (a view: the array is new)
+        marks[slice(None) if where is None else where] = bad
     report.differing = int(np.count_nonzero(bad))
+    report.max_ulp = _max_ulp(a[bad], e[bad]) if report.differing else 0
     report.max_abs_error = float(abs_error.max())
     report.max_rel_error = float(rel_error.max())
     report.histogram = _histogram(rel_error, int(np.count_nonzero(abs_error == 0)))
@@ -279,6 +321,15 @@ def compare_arrays(actual, expected, tolerance: Tolerance | None = None, *, name
                                        float(abs_error[k]), float(rel_error[k]),
                                        {key: v[index] for key, v in alongside.items()}))
     return report
+
+
+def _max_ulp(a: np.ndarray, e: np.ndarray) -> int:
+    """The largest ULP distance of float (or complex, part by part) elements; 0 for others."""
+    kind = T.element_type(a.dtype).kind
+    if kind == T.COMPLEX:
+        return max(_max_ulp(np.ascontiguousarray(a.real), np.ascontiguousarray(e.real)),
+                   _max_ulp(np.ascontiguousarray(a.imag), np.ascontiguousarray(e.imag)))
+    return int(ulp_distance(a, e).max()) if kind == T.FLOAT and a.size else 0
 
 
 def _unequal_bits(a: np.ndarray, b: np.ndarray) -> np.ndarray:

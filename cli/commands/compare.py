@@ -1,0 +1,86 @@
+"""`hlogen compare`: one module on a test and a reference side (run_hlo_module's
+--platform and --reference_platform), result by result, by XLA's rule; the work
+(`compare_sides`) runs in a child process (hlogen_cli.isolation), so that a native abort
+of either side is an error that names the side, not a crash."""
+from __future__ import annotations
+
+import dataclasses
+import sys
+
+import click
+
+from hlogen_cli import isolation, status
+from hlogen_cli.options import (function_option, input_options, refuse, side_options,
+                                tolerance_options)
+from hlogen_cli.reporting import reports_errors
+
+INPUT_HELP = ("One per parameter, in order, in the forms of `hlogen run --input` (an .npz of "
+              "all of them too). Without any input option: random inputs (--random-inputs, "
+              "seed 0), or the arguments an HloSnapshot recorded.")
+
+
+def comparison_arguments(command):
+    """IN, --function, the sides, the inputs and the rule: what compare and bisect take."""
+    for decorate in reversed([click.argument("file", metavar="IN",
+                                             type=click.Path(dir_okay=False, allow_dash=True)),
+                              function_option(), side_options, input_options(INPUT_HELP),
+                              tolerance_options]):
+        command = decorate(command)
+    return command
+
+
+@click.command()
+@comparison_arguments
+@click.option("--iterations", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Compare N times, with new random inputs each time (seed, seed + 1, ...), "
+                   "stopping at the first that differs.")
+@click.option("--shown", type=click.IntRange(min=0), default=5, show_default=True,
+              help="How many differing elements each result's report lists.")
+@click.option("--json", "json_path", metavar="OUT.json",
+              help="Write the whole comparison as JSON (sides, rule, each iteration's reports; "
+                   "NaN and infinities as strings) for triage scripts.")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS",
+              help="Stop and fail (exit 1) when it takes longer.")
+@reports_errors
+def command(file, function_name, sides, inputs, tolerance, iterations, shown, json_path,
+            timeout):
+    """Run IN on two backends and compare the results by XLA's rule.
+
+    Each result is compared element by element as XLA's run_hlo_module does
+    (literal_comparison::Near): an element differs only when its absolute error exceeds
+    --abs AND its relative error exceeds --rel; two NaNs match, -0 matches +0, an
+    infinity matches only itself, integers exactly. Exit 1 when anything differs, 0
+    when not. IN: any module hlogen run reads (an HloSnapshot runs with its arguments)."""
+    inputs = inputs.random_by_default()
+    refuse(inputs.refusals() + tolerance.refusals() + [
+        (iterations > 1 and bool(inputs.specs or inputs.zero),
+         f"--iterations {iterations} draws new random inputs each time: not with --input or "
+         f"--zero-inputs")])
+    isolation.in_child("commands.compare:compare_sides",
+                       {"file": file, "function_name": function_name, "sides": sides,
+                        "inputs": dataclasses.asdict(inputs), "tolerance": tolerance.keywords(),
+                        "iterations": iterations, "shown": shown, "json_path": json_path},
+                       file, timeout)
+
+
+def compare_sides(file, function_name, sides, inputs, tolerance, iterations, shown, json_path):
+    """In the child: both sides, compared; exit 1 when they differ."""
+    # here, not at the top: start-up (the parent imports no hlogen)
+    from hlogen import differential
+    from hlogen_cli import sides as setups  # (start-up: it imports hlogen)
+    setup = setups.setup(file, function_name, inputs, sides, json_path)
+
+    def watch(which, side):
+        isolation.status("run", backend=side.backend, side=which, label=side.label)
+
+    found = differential.compare(setup.computation, setup.arguments, setup.test,
+                                 setup.reference, iterations=iterations, seed=setup.seed,
+                                 large_range=setup.choice.large_range, shown=shown,
+                                 watch=watch, **tolerance)
+    click.echo(found.text())
+    last = found.iterations[-1]
+    setup.save_arguments(setup.arguments if last.seed is None else differential.random_inputs(
+        setup.computation, seed=last.seed, large_range=setup.choice.large_range))
+    setup.write_json(found.to_json())
+    if not found.ok:
+        sys.exit(status.FAILED)
