@@ -15,6 +15,7 @@ from hlogen.files import Output
 from hlogen.runtime import xla_options as options_of
 from hlogen_cli import inputs as input_values, sources
 from hlogen_cli.options import InputChoice
+from hlogen_cli.work import declaration
 
 
 @dataclasses.dataclass
@@ -51,6 +52,7 @@ def setup(file: str, function_name: str | None, inputs: dict, sides: dict,
     made = {}
     for which in ("test", "reference"):
         own = options_of.check(sides[f"{which}_flags"])
+        declaration(sides[which].removeprefix(differential.HLO_ROUTE))  # plugins probed first
         side = differential.Side.of(sides[which])
         if not backends.compiles(side.backend):
             if own:
