@@ -125,3 +125,55 @@ class RunOptions:
 def _is_host_port(text: str) -> bool:
     host, _, port = text.rpartition(":")
     return bool(host) and port.isdigit()
+
+
+# -- reduce and fuzz: the two sides of a comparison, its rule, random inputs ----------------
+# (hlogen compare takes the same; the lead folds duplicates of run's input options)
+
+def sides_options(command):
+    """--test, --reference and the XLA options of each (hlogen.differential's Sides)."""
+    for option in reversed([
+        click.option("--test", default="cpu", show_default=True, metavar="NAME",
+                     type=BackendName(), help="The backend under test: cpu, gpu, interpret, a "
+                     "PJRT plugin, or hlo:NAME (the module goes through XLA's HLO first, as "
+                     "hlo-translate then run_hlo_module do)."),
+        click.option("--reference", default="interpret", show_default=True, metavar="NAME",
+                     type=BackendName(), help="The backend it is compared with (the same names)."),
+        click.option("--test-flag", "test_flags", multiple=True, metavar="NAME=VALUE",
+                     help="An XLA option (a DebugOptions field, e.g. xla_disable_hlo_passes="
+                          "algsimp) of the test side's compile; repeatable."),
+        click.option("--reference-flag", "reference_flags", multiple=True, metavar="NAME=VALUE",
+                     help="An XLA option of the reference side's compile; repeatable."),
+    ]):
+        command = option(command)
+    return command
+
+
+def tolerance_options(command):
+    """The comparison rule: XLA's Near (--abs, --rel), --ulp N or --bitwise."""
+    for option in reversed([
+        click.option("--abs", "abs_error", type=click.FloatRange(min=0), default=1e-3,
+                     show_default=True, help="XLA's Near: an element differs only when its "
+                     "absolute error exceeds this..."),
+        click.option("--rel", "rel_error", type=click.FloatRange(min=0), default=1e-3,
+                     show_default=True, help="...and its relative error exceeds this (NaN "
+                     "matches NaN, -0 matches +0, infinities exactly, integers exactly)."),
+        click.option("--ulp", type=click.IntRange(min=0), default=None, metavar="N",
+                     help="Instead: floats at most N units in the last place apart."),
+        click.option("--bitwise", is_flag=True, help="Instead: every element's bits equal."),
+    ]):
+        command = option(command)
+    return command
+
+
+def random_input_options(command):
+    """--seed and --large-range: random inputs as XLA's run_hlo_module makes them."""
+    for option in reversed([
+        click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
+                     help="The seed of random inputs (and of the search)."),
+        click.option("--large-range", is_flag=True,
+                     help="Random floats over the type's whole exponent range (run_hlo_module's "
+                          "--use_large_range) instead of [-0.1, 0.2)."),
+    ]):
+        command = option(command)
+    return command

@@ -23,6 +23,8 @@ from hlogen import differential, distributed, graph, ops, passes  # noqa: E402  
 from hlogen.builder import Builder, Op  # noqa: E402
 from hlogen.computation import Computation  # noqa: E402
 from hlogen.differential import random_inputs, zero_inputs  # noqa: E402
+from hlogen.differential.interests import reduce  # noqa: E402
+from hlogen.fuzzing import fuzz  # noqa: E402
 from hlogen.errors import ExecutionError, HlogenError, InputError, ShapeError, UnsupportedError  # noqa: E402
 from hlogen.runtime.custom_calls import register_custom_call  # noqa: E402
 from hlogen.function import Function, function  # noqa: E402
@@ -42,6 +44,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Builder", "Op", "Computation", "Function", "load", "compile", "interpret", "function",
     "ops", "passes", "distributed", "graph", "differential", "random_inputs", "zero_inputs",
+    "reduce", "fuzz",
     "HlogenError", "ShapeError", "InputError", "UnsupportedError",
     "ExecutionError", "ELEMENT_TYPES", "ElementType", "Shape", "TupleShape", "TokenShape",
     "element_type", "token", "tuple_shape", "ConvDimensionNumbers", "DotDimensionNumbers",

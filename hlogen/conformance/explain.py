@@ -13,11 +13,11 @@ import ml_dtypes
 import numpy as np
 from jaxlib.mlir import ir
 
-import hlogen as hg
-from hlogen import backends, mlir, passes, preflight
+from hlogen import backends, mlir, passes, preflight, runtime
 from hlogen import types as T
 from hlogen.computation import Computation
 from hlogen.conformance import judge
+from hlogen.errors import HlogenError
 
 _SKIPPED = {"func.return", "stablehlo.constant"}  # constants are the same everywhere
 
@@ -61,7 +61,7 @@ def first_divergence(computation: Computation, inputs, backend: str = "cpu",
     smallest subnormal: 1e-39 and 0 differ in f32), not the later op where the difference
     has grown past an absolute tolerance."""
     if not isinstance(computation, Computation):
-        raise hg.HlogenError(f"first_divergence takes a Computation, got {type(computation).__name__}")
+        raise HlogenError(f"first_divergence takes a Computation, got {type(computation).__name__}")
     probed, probes = _with_probes(computation)
     if not probes:
         return None
@@ -127,7 +127,7 @@ def _shape(t) -> str:
 
 
 def _run(computation: Computation, inputs, backend: str) -> list:
-    out = hg.compile(computation, backend=backend)(*inputs)
+    out = runtime.compile(computation, backend=backend)(*inputs)
     return list(out) if isinstance(out, tuple) else [out]
 
 

@@ -157,7 +157,8 @@ class Comparison:
 def compare(computation: Computation, inputs=None, test=backends.CPU.name,
             reference=backends.INTERPRET.name,
             test_options=None, reference_options=None, abs=1e-3, rel=1e-3, ulp=None,
-            bitwise=False, iterations=1, seed=0, large_range=False, shown=5) -> Comparison:
+            bitwise=False, iterations=1, seed=0, large_range=False, shown=5,
+            runner=None) -> Comparison:
     """Runs `computation` on the test and the reference side and compares each result
     by XLA's rule (abs and rel bounds), or within `ulp` units, or `bitwise`.
 
@@ -166,7 +167,9 @@ def compare(computation: Computation, inputs=None, test=backends.CPU.name,
     strings). `inputs`: one array per parameter; None for random inputs
     (hlogen.differential.inputs, `seed`, `large_range`), new ones for each of `iterations`
     (seed, seed + 1, ...), stopping at the first that differs. `shown`: how many
-    differing elements each report lists.
+    differing elements each report lists. `runner(side, module, inputs)`: how a side
+    runs a module (default `Side.run`, in this process; hlogen.differential.isolated's
+    Children run it in a child process that may die).
     """
     tolerance = Tolerance(abs, rel, ulp, bitwise)
     sides = Side.of(test, test_options), Side.of(reference, reference_options)
@@ -175,14 +178,15 @@ def compare(computation: Computation, inputs=None, test=backends.CPU.name,
     if inputs is not None and iterations > 1:
         raise InputError("iterations > 1 draws new random inputs each time: give no inputs")
     modules = [side.module(computation) for side in sides]
+    run = runner or Side.run
     done = []
     for k in range(iterations):
         args = list(inputs) if inputs is not None else \
             random_inputs(computation, seed=seed + k, large_range=large_range)
         start = time.perf_counter()
-        got = sides[0].run(modules[0], args)
+        got = run(sides[0], modules[0], args)
         middle = time.perf_counter()
-        want = sides[1].run(modules[1], args)
+        want = run(sides[1], modules[1], args)
         end = time.perf_counter()
         named = _named_leaves(computation, args)
         reports = [compare_arrays(g, w, tolerance, name=f"result {i}", inputs=named, shown=shown)

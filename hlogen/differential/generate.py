@@ -64,7 +64,7 @@ def generate(seed: int, *, ops: int = 20, max_rank: int = 3, max_dim: int = 8,
     PJRT), regions (while bodies, branches, mapped and called computations, each with a
     program of its own) nested at most `depth` deep. Its results are the values nothing
     else uses."""
-    options = _options(ops, max_rank, max_dim, element_types, depth)
+    options = checked_options(ops, max_rank, max_dim, element_types, depth)
     rng = random.Random(_seed(seed))
     builder = Builder(f"fuzz_{seed}")
     program = _Program(rng, options, builder, options.depth, top=True)
@@ -79,7 +79,9 @@ def _seed(seed) -> int:
     return seed
 
 
-def _options(ops_, max_rank, max_dim, element_types, depth) -> Options:
+def checked_options(ops_, max_rank, max_dim, element_types, depth) -> Options:
+    """The bounds of `generate`, checked (hg.HlogenError, UnsupportedError for an element
+    type that one of the backends cannot run)."""
     for name, value, low in (("ops", ops_, 1), ("max_rank", max_rank, 0), ("max_dim", max_dim, 1),
                              ("depth", depth, 0)):
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
