@@ -62,11 +62,11 @@ def first_divergence(computation: Computation, inputs, backend: str = "cpu",
     has grown past an absolute tolerance."""
     if not isinstance(computation, Computation):
         raise HlogenError(f"first_divergence takes a Computation, got {type(computation).__name__}")
-    probed, probes = _with_probes(computation)
+    module, probes = probed(computation)
     if not probes:
         return None
-    got = _run(probed, inputs, backend)
-    want = _run(probed, inputs, reference)
+    got = _run(module, inputs, backend)
+    want = _run(module, inputs, reference)
     where = computation.source or computation.name
     for k, (op, index, position) in enumerate(probes):
         a, b = np.asarray(got[k]), np.asarray(want[k])
@@ -131,7 +131,7 @@ def _run(computation: Computation, inputs, backend: str) -> list:
     return list(out) if isinstance(out, tuple) else [out]
 
 
-def _with_probes(computation: Computation):
+def probed(computation: Computation):
     """A legalized copy of `computation` whose main returns every top-level intermediate
     tensor (then its own results), and the probes: (op, result index, position)."""
     legal = passes.run(computation, "legalize")

@@ -23,6 +23,7 @@ with the inputs it is interesting with. Parameters are followed by an attribute
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
 import io
 import re
@@ -261,29 +262,47 @@ class Predicate(Interest):
 
 class Divergence(Interest):
     """The two sides' results differ by `tolerance`, the first difference of `kind`
-    (difference_class; any, for None)."""
+    (difference_class; any, for None), in a way `allowed(candidate, inputs, test's
+    results, reference's results)` does not say the spec allows (None: every way)."""
 
     uses_inputs = True
 
     def __init__(self, test: Side, reference: Side, tolerance: Tolerance, inputs: Inputs,
-                 children: Children, seconds: float = RUN_SECONDS, kind: str | None = None):
+                 children: Children, seconds: float = RUN_SECONDS, kind: str | None = None,
+                 allowed: Callable | None = None):
         super().__init__(children, seconds)
         self.test, self.reference, self.tolerance = test, reference, tolerance
-        self.inputs, self.kind = inputs, kind
+        self.inputs, self.kind, self.allowed = inputs, kind, allowed
+        self.results: dict = {}  # side -> its result leaves, of the last comparison
 
     def compare(self, candidate: Computation, inputs=None) -> Comparison:
         """The comparison of `candidate` with `inputs` (default: its Inputs)."""
         t = self.tolerance
+        self.results = {}
+
+        def run(side, module, args):
+            self.results[side] = self._run(side, module, args)
+            return self.results[side]
+
         return compare(candidate, self.inputs.of(candidate) if inputs is None else inputs,
                        test=self.test, reference=self.reference, abs=t.abs, rel=t.rel,
-                       ulp=t.ulp, bitwise=t.bitwise, runner=self._run)
+                       ulp=t.ulp, bitwise=t.bitwise, runner=run)
+
+    def differs(self, candidate: Computation, inputs=None) -> Comparison | None:
+        """The comparison, when the results differ in a way the spec does not allow."""
+        inputs = self.inputs.of(candidate) if inputs is None else inputs
+        comparison = self.compare(candidate, inputs)
+        if comparison.ok or (self.allowed is not None and self.allowed(
+                candidate, inputs, self.results[self.test], self.results[self.reference])):
+            return None
+        return comparison
 
     def seen(self, computation, inputs):
         return self.compare(computation, inputs).text()
 
     def __call__(self, candidate):
-        comparison = self.compare(candidate)
-        return not comparison.ok and self.kind in (None, difference_class(comparison))
+        comparison = self.differs(candidate)
+        return comparison is not None and self.kind in (None, difference_class(comparison))
 
     def command(self, module, inputs):
         words = ["hlogen", "compare", module, "--test", _side_name(self.test),
@@ -401,12 +420,18 @@ class Reduction:
     def npz(self) -> bytes:
         return npz(self.computation, self.inputs or [])
 
-    def seen(self) -> str:
-        """What the interest sees of the reduced module, in words (run again)."""
-        try:
-            return self.interest.seen(self.computation, self.inputs)
-        except HlogenError as e:
-            return str(e)
+    def seen(self, children: Children | None = None) -> str:
+        """What the interest sees of the reduced module, in words: run again in
+        `children` (a child process of its own, for None)."""
+        interest = self.interest
+        with contextlib.ExitStack() as stack:
+            previous = interest.children
+            interest.children = children or stack.enter_context(Children(interest.seconds))
+            stack.callback(setattr, interest, "children", previous)
+            try:
+                return interest.seen(self.computation, self.inputs)
+            except HlogenError as e:
+                return str(e)
 
 
 def reduce(module, interesting: Callable | None = None, *, test: str = "cpu",
@@ -467,9 +492,16 @@ def reduce_with(start: Computation, interest: Interest, *, seed: int = 0,
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
                                 or timeout <= 0):
         raise HlogenError(f"reduce: timeout must be a positive number of seconds, got {timeout!r}")
-    interest.deadline = None if timeout is None else time.monotonic() + timeout
+    deadline = None if timeout is None else time.monotonic() + timeout
+    judged = []
+
+    def judge(candidate: Computation) -> bool:
+        interest.deadline = deadline if judged else None  # the original is judged whole
+        judged.append(True)
+        return interest(candidate)
+
     try:
-        search = reduce_module(start, interest, seed=seed, timeout=timeout, progress=progress)
+        search = reduce_module(start, judge, seed=seed, timeout=timeout, progress=progress)
     except InputError as e:
         raise InputError(f"{e} ({interest.describe()})") from None
     best = search.computation
