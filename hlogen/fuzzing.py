@@ -100,6 +100,7 @@ class Fuzzed:
     generated: int = 0
     from_corpus: int = 0
     agreed: int = 0
+    reducing: float = 0.0  # seconds spent reducing findings (repeated signatures included)
     skipped: dict = dataclasses.field(default_factory=dict)  # why -> count
     findings: list = dataclasses.field(default_factory=list)
 
@@ -112,7 +113,8 @@ class Fuzzed:
                 "tolerance": self.tolerance.to_json(), "seed": self.seed,
                 "seconds": round(self.seconds, 3), "programs": self.programs,
                 "generated": self.generated, "from_corpus": self.from_corpus,
-                "agreed": self.agreed, "skipped": dict(self.skipped),
+                "agreed": self.agreed, "reducing_seconds": round(self.reducing, 3),
+                "skipped": dict(self.skipped),
                 "new": len(self.new), "findings": [f.to_json() for f in self.findings]}
 
     def text(self) -> str:
@@ -208,9 +210,11 @@ def fuzz(test="cpu", reference="interpret", *, out, seconds: float = 60, seed: i
                 tell()
                 continue
             interest, kind = outcome
+            started = time.monotonic()
             reduced = _reduce(program, interest, kind, where, program_seed, reduce_seconds,
                               children,
                               lambda p, kind=kind: tell(reducing=kind, reduced_ops=p.op_count))
+            run.reducing += time.monotonic() - started
             if reduced is None:
                 run.skipped["not seen again"] = run.skipped.get("not seen again", 0) + 1
             elif reduced[0].signature in found:

@@ -225,7 +225,7 @@ class _Program:
 
 def _random_values(rng: random.Random, shape: T.Shape) -> np.ndarray:
     """Small numbers mostly; now and then a value at the edge of the type (the extremes of
-    integers; zeros, 100, infinities and NaN for floats)."""
+    integers; zeros, 100, infinities, NaN and a subnormal for floats)."""
     gen = np.random.default_rng(rng.getrandbits(64))
     et, dims = shape.element_type, shape.dimensions
     if et.kind == PRED:
@@ -237,7 +237,9 @@ def _random_values(rng: random.Random, shape: T.Shape) -> np.ndarray:
         edges = np.array([info.min, info.max], et.dtype)[gen.integers(0, 2, dims)]
         return np.where(gen.random(dims) < 0.05, edges, data)
     real = np.round(gen.uniform(-4, 4, dims), 2)
-    special = gen.choice([0.0, -0.0, 1.0, 100.0, np.inf, -np.inf, np.nan], dims)
+    # and a subnormal: half the type's smallest normal (what XLA CPU flushes to zero)
+    subnormal = float(ml_dtypes.finfo(np.real(np.zeros((), et.dtype)).dtype).smallest_normal) / 2
+    special = gen.choice([0.0, -0.0, 1.0, 100.0, np.inf, -np.inf, np.nan, subnormal], dims)
     real = np.where(gen.random(dims) < 0.1, special, real)
     if et.kind == COMPLEX:
         return (real + 1j * np.round(gen.uniform(-4, 4, dims), 2)).astype(et.dtype)
