@@ -12,7 +12,8 @@ checked here, on its own, by means the fuzzer does not use:
   constant folder (compiled again without that pass, XLA CPU agrees with the
   interpreter: DIFFERENTIAL_NOTES' rewrites, README's CountLeadingZeros), subnormals
   flushed to zero (every differing element has a subnormal on a side or in an input of
-  its shape, or the interpreter agrees with XLA CPU once the subnormal inputs are zeros),
+  its shape, or the interpreter agrees with XLA CPU once subnormal inputs and constants
+  are zeros),
   or an entry of the conformance runner's known deviations
   (hlogen/conformance/known_deviations.json, matched by its own rules);
 and the run must rediscover each kind: a rewrite, subnormal flushing, a known deviation,
@@ -33,6 +34,7 @@ from click.testing import CliRunner
 import hlogen as hg
 from hlogen import mlir
 from hlogen.conformance import known
+from hlogen.conformance.module import constant_of
 from hlogen_cli.main import main
 
 pytestmark = pytest.mark.slow
@@ -83,6 +85,25 @@ def _subnormal(a) -> np.ndarray:
     return (x > 0) & (x < tiny)
 
 
+def _zeroed(arrays: list) -> list:
+    return [np.where(_subnormal(x), np.zeros_like(x), x) for x in arrays]
+
+
+def _flushed(module, inputs) -> tuple:
+    """A copy of `module` whose subnormal constants are zeros, and whether it or the
+    inputs hold any subnormal."""
+    copy = module.clone()
+    changed = any(_subnormal(x).any() for x in inputs)
+    with mlir.context():
+        for op in mlir.walk(copy.module):
+            value = constant_of(op.results[0]) if op.name == "stablehlo.constant" else None
+            if value is not None and _subnormal(value).any():
+                op.attributes["value"] = mlir.dense_attr(
+                    _zeroed([value])[0], mlir.shape_of_type(op.results[0].type))
+                changed = True
+    return copy, changed
+
+
 def _reproduced(finding, module, inputs) -> tuple:
     """(whether it shows again here, the differing masks of the results)."""
     if finding["kind"].startswith("divergence"):
@@ -108,13 +129,13 @@ def _explanation(finding, module, inputs, seen, entries) -> str | None:
                 *inputs))
             if not any(_near_differs(a, e).any() for a, e in zip(without, interpreted)):
                 return what
-        covered = all(np.all((_subnormal(a) | _subnormal(e) | np.any(
+        covered = all(a.shape == e.shape == m.shape and np.all((_subnormal(a) | _subnormal(e) | np.any(
             [_subnormal(x) for x in inputs if np.shape(x) == m.shape] or [np.zeros(m.shape, bool)],
             axis=0))[m]) for a, e, m in zip(cpu, interpreted, masks))
-        flushed = [np.where(_subnormal(x), np.zeros_like(x), x) for x in inputs]
-        if covered or (any(_subnormal(x).any() for x in inputs) and not any(
+        flushed, changed = _flushed(module, inputs)
+        if covered or (changed and not any(
                 _near_differs(a, e).any()
-                for a, e in zip(cpu, _leaves(hg.interpret(module, *flushed))))):
+                for a, e in zip(cpu, _leaves(hg.interpret(flushed, *_zeroed(inputs)))))):
             return "subnormals flushed to zero"
         status = "fail"
     else:
