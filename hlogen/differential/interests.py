@@ -15,9 +15,10 @@ be stopped at a time limit: no candidate ends or hangs the reducer.
 Inputs (`Inputs`): every candidate runs with the original's inputs (given, or random from
 a seed: hlogen.differential.inputs), each parameter of the original keeping its values
 (cut to its shape where the reducer halved a dimension), and a parameter the reducer made
-(a removed op's result) getting what `random_inputs` gives it on the candidate with the
-same seed; so the same module gets the same inputs, and the reduced module is written
-with the inputs it is interesting with. Parameters are followed by an attribute
+(a removed op's result) getting random values as `random_inputs` makes them on the
+candidate (its constraints), from a generator of its own seeded by the seed and where the
+parameter came from (whatever the other parameters are); so the same module gets the same
+inputs, and the reduced module is written with the inputs it is interesting with. Parameters are followed by an attribute
 (`ORIGIN`) the reducer keeps; the reduced module has it replaced by names.
 """
 from __future__ import annotations
@@ -32,6 +33,7 @@ import time
 import zlib
 from typing import Callable
 
+import ml_dtypes
 import numpy as np
 from jaxlib.mlir import ir
 
@@ -196,16 +198,10 @@ def _class_of(actual, expected) -> str:
     values = [np.asarray(v).astype(np.float64) for pair in parts for v in pair]
     if not all(np.isfinite(v) for v in values):
         return "non-finite"  # (an infinity becomes a NaN in later ops: one class)
-    tiny = float(np.finfo(np.float64).tiny) if a.dtype == np.float64 else \
-        float(_finfo(a.dtype).smallest_normal)
+    tiny = float(ml_dtypes.finfo(np.real(a).dtype).smallest_normal)
     if any(0 < abs(float(v)) < tiny for v in values):
         return "subnormal"
     return "value"
-
-
-def _finfo(dtype):
-    import ml_dtypes  # start-up: the narrow float types only where one differs
-    return ml_dtypes.finfo(np.real(np.zeros((), dtype)).dtype)
 
 
 # -- the interests --------------------------------------------------------------------------
