@@ -595,20 +595,26 @@ def _constants_not(value):
     return changes
 
 
+def _constant_key(op: ir.Operation):
+    """What makes two constants equal (their block, type and value), or None for an op
+    that is not a constant or one Python cannot read (complex: see _is_splat)."""
+    if op.name != "stablehlo.constant":
+        return None
+    try:
+        return op.block, str(op.results[0].type), op.attributes["value"]
+    except TypeError:
+        return None
+
+
 def _repeated_constants(module: ir.Module) -> list:
-    """Constants equal to an earlier constant of their block (same type and value)."""
-    found, first = [], {}
+    """Constants equal to an earlier constant of their block."""
+    found, first = [], set()
     for i, op in enumerate(_ops(module)):
-        if op.name != "stablehlo.constant":
-            continue
-        try:
-            key = (op.block, str(op.results[0].type), op.attributes["value"])
-        except TypeError:  # (complex constants: see _is_splat)
-            continue
-        if key in first:
+        key = _constant_key(op)
+        if key is not None and key in first:
             found.append(i)
-        else:
-            first[key] = op
+        elif key is not None:
+            first.add(key)
     return found
 
 
@@ -616,17 +622,12 @@ def _merge_constants(module: ir.Module, keys: list) -> None:
     """The constants at `keys` replaced by the first equal constant of their block."""
     ops, first = _ops(module), {}
     for i, op in enumerate(ops):
-        if op.name == "stablehlo.constant" and i not in keys:
-            try:
-                first.setdefault((op.block, str(op.results[0].type), op.attributes["value"]),
-                                 op)
-            except TypeError:
-                continue
-    for key in keys:
-        op = ops[key]
-        original = first[(op.block, str(op.results[0].type), op.attributes["value"])]
-        op.results[0].replace_all_uses_with(original.results[0])
-        op.erase()
+        key = _constant_key(op)
+        if key is not None and i not in keys:
+            first.setdefault(key, op)
+    for i in keys:
+        ops[i].results[0].replace_all_uses_with(first[_constant_key(ops[i])].results[0])
+        ops[i].erase()
 
 
 def _set_constants(value):
