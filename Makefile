@@ -46,6 +46,13 @@ fuzz: $(STAMP)
 	HLOGEN_FUZZ_SCALE=$${HLOGEN_FUZZ_SCALE:-20} HLOGEN_FUZZ_SEED=$${HLOGEN_FUZZ_SEED:-$$RANDOM} \
 		$(PY) -m pytest tests/test_fuzz.py -q -s
 
+# Not part of `make test` (the tests marked slow): hlogen fuzz of XLA CPU against the
+# interpreter for a few minutes (HLOGEN_FUZZ_SECONDS, HLOGEN_FUZZ_SEED), each finding
+# checked again and explained; prints what it found (benchmarks/RESULTS.md records a run).
+.PHONY: fuzz-backends
+fuzz-backends: $(STAMP)
+	$(PY) -m pytest tests/test_fuzz_backends.py -m slow -q -s
+
 bench: $(STAMP)
 	$(PY) benchmarks/emit.py
 	$(PY) benchmarks/dispatch.py
@@ -55,6 +62,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/xla_client.py
 	$(PY) benchmarks/generate.py
 	$(PY) benchmarks/reduce.py
+	$(PY) benchmarks/fuzz.py
 	$(PY) benchmarks/random_inputs.py
 	$(PY) benchmarks/compare.py
 	$(PY) benchmarks/pass_bisection.py

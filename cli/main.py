@@ -35,6 +35,10 @@ COMMANDS = {
     "view": ("view", "Open a module in Model Explorer (the extra hlogen[view])."),
     "cache": ("cache", "The executable cache of run and compile"),
     "devices": ("devices", "List the backends and devices hlogen can run on"),
+    "reduce": ("reduce", "Shrink IN while it stays interesting, and write the smallest module "
+                         "found."),
+    "fuzz": ("fuzz", "Run random and mutated programs on two backends and keep a reduced "
+                     "reproducer of each kind of difference."),
     "samples": ("samples", "The sample computations (samples/*.py): list them, show one, run one."),
     "completion": ("completion", "Print the shell completion script"),
 }

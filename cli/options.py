@@ -127,6 +127,18 @@ class InputChoice:
 
 
 INPUT_HELP = "One per parameter, in order (or an .npz of all of them)"
+SEED_OPTION = click.option("--seed", type=click.IntRange(min=0), default=None, metavar="N",
+                           help="The seed of random inputs (default 0): the same seed, the "
+                                "same bits.")
+LARGE_RANGE_OPTION = click.option(
+    "--large-range", is_flag=True,
+    help="Random floats over their type's whole exponent range (rarely ±0, ±1, ±inf; never "
+         "NaN), as run_hlo_module's --use_large_range, instead of [-0.1, 0.2).")
+
+
+def random_input_options(command):
+    """--seed and --large-range alone (fuzz draws every input at random)."""
+    return SEED_OPTION(LARGE_RANGE_OPTION(command))
 
 
 def input_options(input_help: str = INPUT_HELP):
@@ -138,11 +150,8 @@ def input_options(input_help: str = INPUT_HELP):
                      help="Make every argument as XLA's run_hlo_module does: floats uniform in "
                           "[-0.1, 0.2), integers over their type, with the values indices, "
                           "init values and sort keys need (in bounds, identities, distinct)."),
-        click.option("--seed", type=click.IntRange(min=0), default=None, metavar="N",
-                     help="The seed of --random-inputs (default 0): the same seed, the same bits."),
-        click.option("--large-range", is_flag=True,
-                     help="With --random-inputs: floats over their type's whole exponent range "
-                          "(rarely ±0, ±1, ±inf; never NaN)."),
+        SEED_OPTION,
+        LARGE_RANGE_OPTION,
         click.option("--zero-inputs", is_flag=True,
                      help="Every argument zeros (the init values of reductions: their identity)."),
         click.option("--save-inputs", metavar="FILE.npz", shell_complete=completion.files,

@@ -29,11 +29,12 @@ class Progress:
         self._drawn = 0  # characters on the line now
         self._ticks = 0
 
-    def phase(self, label: str) -> None:
-        """Uncounted work starts: a spinner with its elapsed time (after `delay`)."""
+    def phase(self, label: str, note: str = "") -> None:
+        """Uncounted work starts (or goes on, with a new `note` after the time): a spinner
+        with its elapsed time (after `delay`)."""
         if label != self._label or self._count is not None:
             self._phase_started = time.monotonic()
-        self._label, self._count = label, None
+        self._label, self._count, self._note = label, None, note
         self.tick()
 
     def count(self, label: str, done: int, total: int, note: str = "") -> None:
@@ -59,7 +60,8 @@ class Progress:
                     f"{elapsed}{' ' + self._note if self._note else ''}")
         elif now - self._started >= self.delay:
             self._ticks += 1
-            line = f"{_SPINNER[self._ticks % len(_SPINNER)]} {self._label} {elapsed}"
+            line = (f"{_SPINNER[self._ticks % len(_SPINNER)]} {self._label} {elapsed}"
+                    f"{' ' + self._note if self._note else ''}")
         else:
             return
         line = line[:max(shutil.get_terminal_size().columns - 1, 10)]

@@ -48,6 +48,19 @@ def setup(file: str, function_name: str | None, inputs: dict, sides: dict,
     read = [file, *input_values.files_named(choice.specs)]
     save = Output(choice.save, "--save-inputs", inputs=read) if choice.save else None
     record = Output(json_path, "--json", inputs=read) if json_path else None
+    test, reference = sides_of(sides)
+    source = sources.module_source(file, function_name)
+    comp = source.computation
+    given = None
+    if choice.specs or choice.zero or (source.recorded is not None and not choice.random):
+        given = input_values.arguments(comp, choice, source.recorded)
+        input_values.check_count(comp, given)
+    return Setup(comp, given, choice, test, reference, save, record)
+
+
+def sides_of(sides: dict) -> tuple:
+    """The test and reference Sides of side_options' `sides`, each with its XLA options
+    (--xla-flag for each that compiles, then its own --test-flag or --reference-flag)."""
     both = options_of.check(sides["xla_flags"])
     made = {}
     for which in ("test", "reference"):
@@ -63,13 +76,7 @@ def setup(file: str, function_name: str | None, inputs: dict, sides: dict,
         made[which] = differential.Side.of(side, options_of.merged(both, own))
     if both and not any(backends.compiles(s.backend) for s in made.values()):
         raise InputError("--xla-flag sets options of XLA's compiles: neither side compiles")
-    source = sources.module_source(file, function_name)
-    comp = source.computation
-    given = None
-    if choice.specs or choice.zero or (source.recorded is not None and not choice.random):
-        given = input_values.arguments(comp, choice, source.recorded)
-        input_values.check_count(comp, given)
-    return Setup(comp, given, choice, made["test"], made["reference"], save, record)
+    return made["test"], made["reference"]
 
 
 def command_line(name: str, file: str, setup_: Setup, tolerance: dict, test_options: tuple,

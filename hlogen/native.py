@@ -182,6 +182,7 @@ class Worker:
                    else f"exited with status {code}")
             said = self._fatal(offset) or self.stderr_tail(offset)
             return {**task, "status": "crash", "seconds": round(time.monotonic() - start, 6),
+                    "signal": signal.Signals(-code).name if code < 0 else None,
                     "message": f"the worker {how} while running it" + (f": {said}" if said else "")}
         if record is None:
             self.kill()

@@ -57,6 +57,37 @@ def _pattern(expected: str) -> re.Pattern:
     return re.compile("".join(parts))
 
 
+# a command of a README session that does not end with status 0 says so: `$ hlogen ...
+# # exit status 1: why` (the comment is not part of the command)
+_EXIT = re.compile(r"\s+# exit status (\d+)\b.*$")
+
+
+def console_session(title: str) -> str:
+    """The first console block of the README's section `title` ("## Title")."""
+    section = (ROOT / "README.md").read_text().split(f"{title}\n", 1)[1].split("\n## ", 1)[0]
+    return re.search(r"```console\n(.*?)```", section, re.S).group(1)
+
+
+def run_session(session: str) -> list[str]:
+    """Runs each `$ ` command of `session` in the current folder (hlogen's in this process,
+    others in a shell), checks its exit status and its output (`...` as above); returns
+    the commands run."""
+    commands = []
+    for command in re.split(r"^\$ ", session, flags=re.M)[1:]:
+        line, _, expected = command.partition("\n")
+        status = _EXIT.search(line)
+        line = _EXIT.sub("", line)
+        if not line.startswith("hlogen "):
+            output, code = shell(line)
+        else:
+            result = CliRunner().invoke(main, shlex.split(line)[1:], catch_exceptions=False)
+            output, code = result.output, result.exit_code
+        assert code == (int(status.group(1)) if status else 0), f"$ {line}\n{output}"
+        assert _pattern(expected).fullmatch(output), f"$ {line}\n{output}"
+        commands.append(line)
+    return commands
+
+
 def _in_background(args: list[str]) -> subprocess.Popen:
     """`hlogen ARGS [> FILE] &` as a process."""
     args, target = args[:-1], None

@@ -19,7 +19,7 @@ from hlogen.differential import Progress, op_count, reduce, script_interest
 from tests.helpers import fixed_inputs, residual_stack, results_differ, run_both
 
 STRATEGIES = {"trim results", "remove ops", "return operands", "bypass ops", "inline calls",
-              "simplify regions", "fold constants", "simplify constants",
+              "simplify regions", "fold constants", "merge constants", "simplify constants",
               "simplify attributes", "shrink shapes", "drop unused parameters"}
 
 

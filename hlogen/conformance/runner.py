@@ -15,8 +15,7 @@ import ml_dtypes
 import numpy as np
 from jaxlib.mlir._mlir_libs import _stablehlo
 
-import hlogen as hg
-from hlogen import backends, builder, mlir
+from hlogen import backends, builder, mlir, runtime
 from hlogen import types as T
 from hlogen.conformance import files, judge
 from hlogen.conformance.bounds import BOUNDS, within
@@ -42,10 +41,10 @@ def execute(case: Case, backend: str) -> list:
     if comp is None:
         return []
     if replicated is not None:
-        exe = hg.compile(comp, backend=backend, num_replicas=replicated.count)
+        exe = runtime.compile(comp, backend=backend, num_replicas=replicated.count)
         outputs = [a for out in exe.run_replicated(case.arguments) for a in _flat(out)]
         return [outputs[i] for i in replicated.actual] + replicated.expected
-    return _flat(hg.compile(comp, backend=backend)(*case.arguments))
+    return _flat(runtime.compile(comp, backend=backend)(*case.arguments))
 
 
 def _flat(out) -> list:
@@ -122,7 +121,7 @@ def _run_joined(cases: list, backend: str) -> list:
         results += builder.apply(b, "conformance batch", "a case's main", comp, params)
         arguments += case.arguments
     joined = b.build(*results)
-    out = _flat(hg.compile(joined, backend=backend)(*arguments))
+    out = _flat(runtime.compile(joined, backend=backend)(*arguments))
     per_case, at = [], 0
     for case in cases:
         n = len(case.computation.result_shapes)

@@ -16,7 +16,10 @@ more of it.
   `mutate`: a small type-preserving change of a module;
 - `reduce`: the smallest module found that stays interesting (a divergence, an error, a
   script's verdict: `script_interest`, with C-Reduce's convention, exit status 0 = still
-  interesting).
+  interesting);
+- `interests`: what keeps a module worth reducing, run in a child process (a divergence
+  of `compare` of one class, a backend's error or crash, a script), the inputs that
+  follow its parameters, and `hg.reduce` over them (hlogen.fuzzing, above, fuzzes).
 XLA's options themselves are checked and typed by hlogen.runtime.xla_options (what
 `hg.compile(..., xla_options=...)` takes).
 """

@@ -161,7 +161,7 @@ def compare(computation: Computation, inputs=None, test=backends.CPU.name,
             reference=backends.INTERPRET.name,
             test_options=None, reference_options=None, abs=1e-3, rel=1e-3, ulp=None,
             bitwise=False, iterations=1, seed=0, large_range=False, shown=5,
-            watch=None) -> Comparison:
+            watch=None, runner=None) -> Comparison:
     """Runs `computation` on the test and the reference side and compares each result
     by XLA's rule (abs and rel bounds), or within `ulp` units, or `bitwise`.
 
@@ -172,6 +172,8 @@ def compare(computation: Computation, inputs=None, test=backends.CPU.name,
     (seed, seed + 1, ...), stopping at the first that differs. `shown`: how many
     differing elements each report lists. `watch("test" or "reference", side)` is called
     before each side compiles and runs (the command line names a side that dies).
+    `runner(side, module, inputs)`: how a side runs a module (default `Side.run`, in this
+    process; hlogen.differential.isolated's Children run it in a child process that may die).
     """
     tolerance = Tolerance(abs, rel, ulp, bitwise)
     sides = Side.of(test, test_options), Side.of(reference, reference_options)
@@ -181,16 +183,17 @@ def compare(computation: Computation, inputs=None, test=backends.CPU.name,
         raise InputError("iterations > 1 draws new random inputs each time: give no inputs")
     modules = [side.module(computation) for side in sides]
     watch = watch or (lambda which, side: None)
+    run = runner or Side.run
     done = []
     for k in range(iterations):
         args = list(inputs) if inputs is not None else \
             random_inputs(computation, seed=seed + k, large_range=large_range)
         watch("test", sides[0])
         start = time.perf_counter()
-        got = sides[0].run(modules[0], args)
+        got = run(sides[0], modules[0], args)
         watch("reference", sides[1])
         middle = time.perf_counter()
-        want = sides[1].run(modules[1], args)
+        want = run(sides[1], modules[1], args)
         end = time.perf_counter()
         named = _named_leaves(computation, args)
         reports = [compare_arrays(g, w, tolerance, name=f"result {i}", inputs=named, shown=shown)

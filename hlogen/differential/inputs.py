@@ -249,6 +249,26 @@ def random_inputs(computation: Computation, seed: int = 0, large_range: bool = F
     return _inputs(computation, np.random.default_rng(_seed(seed)), large_range)
 
 
+def random_inputs_apart(computation: Computation, seeds: dict,
+                        large_range: bool = False) -> dict:
+    """The arguments of the parameters `seeds` names (index -> seed), each as
+    random_inputs makes it but from a generator of its own: the same whatever the other
+    parameters are (the reducer's new parameters get theirs so)."""
+    check_signature(computation)
+    needs = constraints(computation)
+    made, before = {}, 0
+    for i, (name, shape) in enumerate(zip(computation.parameter_names,
+                                          computation.parameter_shapes)):
+        paths = _leaf_paths(shape)
+        if i in seeds:
+            rng = np.random.default_rng(_seed(seeds[i]))
+            made[i] = _rebuild(shape, iter([
+                _leaf(rng, leaf, need, large_range, name + "".join(f".{k}" for k in path))
+                for (path, leaf), need in zip(paths, needs[before:])]))
+        before += len(paths)
+    return made
+
+
 def zero_inputs(computation: Computation) -> list:
     """One argument per parameter, all zeros, except the init values of the reductions,
     which get their reducer's identity (as run_hlo_module without random inputs)."""

@@ -13,7 +13,8 @@ user's script), with these strategies, repeated until none makes progress:
 - simplify regions: a while loop that runs once or never, a branch of an if or a case
   (the regions of WHOLE's ops are not edited inside: reducers, comparators, loops);
 - fold constants: an op of constants becomes the constant of its value (computed by the
-  reference interpreter);
+  reference interpreter); merge constants: one that equals an earlier one of its block
+  gives way to it;
 - simplify constants (zeros, ones) and attributes (optional ones and other dialects');
 - shrink shapes: every dimension of one size halved, where the module still verifies;
 - drop unused parameters.
@@ -254,6 +255,7 @@ class _Search:
                 self.attempt("inline calls", _inline_calls),
                 self.each("simplify regions", _with_regions, _region_variants, _simplify_region),
                 self.ddmin("fold constants", _foldable, self.fold),
+                self.ddmin("merge constants", _repeated_constants, _merge_constants),
                 self.ddmin("simplify constants", _constants_not(0), _set_constants(0)),
                 self.ddmin("simplify constants", _constants_not(1), _set_constants(1)),
                 self.ddmin("simplify attributes", _attributes, _delete_attributes),
@@ -269,7 +271,7 @@ class _Search:
         ops = _ops(module)
         for key in keys:
             op = ops[key]
-            alone = _alone(op)
+            alone = op_alone(op)
             text = alone.operation.get_asm()
             if text not in self.folded:
                 self.folded[text] = _value(alone, op)
@@ -544,18 +546,21 @@ def _foldable(module: ir.Module) -> list:
     return found
 
 
-def _alone(op: ir.Operation) -> ir.Module:
-    """A module whose main returns what `op` computes from its constant operands."""
+def op_alone(op: ir.Operation, parameters: bool = False) -> ir.Module:
+    """A module whose main returns what `op` computes from its operands: copies of their
+    constants, or (`parameters`) main's parameters, one per operand."""
     module = ir.Module.create()
     types = list(op.results.types)
+    inputs = [v.type for v in op.operands] if parameters else []
     with ir.InsertionPoint(module.body):
         function = ir.Operation.create(
             "func.func", regions=1, attributes={
                 "sym_name": ir.StringAttr.get("main"),
-                "function_type": ir.TypeAttr.get(ir.FunctionType.get([], types))})
-    block = function.regions[0].blocks.append()
+                "function_type": ir.TypeAttr.get(ir.FunctionType.get(inputs, types))})
+    block = function.regions[0].blocks.append(*inputs)
     with ir.InsertionPoint(block):
-        operands = [mlir.defining_op(v).clone().result for v in op.operands]
+        operands = list(block.arguments) if parameters else \
+            [mlir.defining_op(v).clone().result for v in op.operands]
         copy = op.clone()
         for i, value in enumerate(operands):
             copy.operands[i] = value
@@ -588,6 +593,41 @@ def _constants_not(value):
         return [i for i, op in enumerate(_ops(module)) if op.name == "stablehlo.constant"
                 and not mlir.nested_in(op, WHOLE) and not _is_splat(op, value)]
     return changes
+
+
+def _constant_key(op: ir.Operation):
+    """What makes two constants equal (their block, type and value), or None for an op
+    that is not a constant or one Python cannot read (complex: see _is_splat)."""
+    if op.name != "stablehlo.constant":
+        return None
+    try:
+        return op.block, str(op.results[0].type), op.attributes["value"]
+    except TypeError:
+        return None
+
+
+def _repeated_constants(module: ir.Module) -> list:
+    """Constants equal to an earlier constant of their block."""
+    found, first = [], set()
+    for i, op in enumerate(_ops(module)):
+        key = _constant_key(op)
+        if key is not None and key in first:
+            found.append(i)
+        elif key is not None:
+            first.add(key)
+    return found
+
+
+def _merge_constants(module: ir.Module, keys: list) -> None:
+    """The constants at `keys` replaced by the first equal constant of their block."""
+    ops, first = _ops(module), {}
+    for i, op in enumerate(ops):
+        key = _constant_key(op)
+        if key is not None and i not in keys:
+            first.setdefault(key, op)
+    for i in keys:
+        ops[i].results[0].replace_all_uses_with(first[_constant_key(ops[i])].results[0])
+        ops[i].erase()
 
 
 def _set_constants(value):

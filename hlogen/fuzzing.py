@@ -1,0 +1,568 @@
+"""The fuzzer behind `hlogen fuzz` (`hg.fuzz`): programs run on two backends until they
+disagree, each disagreement reduced, named and kept once.
+
+Each program is random (hlogen.differential.generate: hlogen's op library, its shape
+rules, bounded sizes and depth) or, with a corpus, one of its modules (a module of a
+file of StableHLO, made runnable as the conformance runner makes it: checks become
+results, constants parameters with the file's values; hlogen.conformance.module), as it
+is the first time and mutated (hlogen.differential.mutate) after. It runs on the test
+and the reference side in a child process that may die or be stopped
+(hlogen.differential.isolated), with random inputs (hlogen.differential.inputs:
+run_hlo_module's, `large_range` over the whole exponent range) or the corpus file's
+values. What counts as a finding:
+- a divergence: the results differ by the comparison rule (XLA's Near by default);
+- an error only one side reports (what hlogen refuses before a backend sees the module,
+  hlogen.preflight's refusals, is not one: the program is skipped);
+- a crash: a side's process ends by a signal.
+Each finding is reduced (hlogen.differential.interests, at most `reduce_seconds`) while
+it stays the same kind: a divergence whose first difference is of the same class, the
+same side's error or crash with the same message (numbers aside). Its signature is the
+kind and the ops of the reduced module (constants aside); one reproducer per signature
+is kept in the output folder (NAME.mlir, NAME.inputs.npz, NAME.txt with what differed
+and the command that shows it), with `summary.json` (every signature the folder holds,
+this run's counts) and `junit.xml`. A signature already in the folder's summary is not
+new: `Fuzzed.new` lists the others.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import re
+import time
+import xml.etree.ElementTree as ET
+from typing import Callable
+
+import ml_dtypes
+import numpy as np
+from jaxlib.mlir import ir
+
+from hlogen import backends, files, mlir
+from hlogen import types as T
+from hlogen.computation import Computation
+from hlogen.conformance import files as conformance_files
+from hlogen.conformance.bounds import reassociation_bound
+from hlogen.conformance import explain
+from hlogen.conformance.module import Case, constant_of, load_case
+from hlogen.differential.compare import Side
+from hlogen.differential.generate import (DEFAULT_ELEMENT_TYPES, checked_options, generate,
+                                          mutate)
+from hlogen.differential.interests import (Divergence, Failure, Inputs, Interest,
+                                           difference_class, message_pattern, reduce_with)
+from hlogen.differential.isolated import Children, Died
+from hlogen.differential.near import Tolerance, compare_arrays, judge
+from hlogen.differential.reduce import op_alone
+from hlogen.errors import HlogenError, InputError, UnsupportedError
+from hlogen.loading import load
+from hlogen.runtime.execution import prepare
+
+SUMMARY, JUNIT = "summary.json", "junit.xml"
+_PROGRAM_SEED = 1_000_003  # program k of a run of seed S has seed S * _PROGRAM_SEED + k
+# ops a signature leaves out: whether a value is a constant or a parameter is incidental
+_NOT_SIGNED = frozenset({"stablehlo.constant", "func.func", "func.return", "stablehlo.return",
+                         "builtin.module"})
+
+
+@dataclasses.dataclass
+class Finding:
+    """One signature: what differed, reduced, and where its reproducer is."""
+
+    signature: str
+    kind: str             # "divergence (value)", "error on cpu", "crash of cpu"
+    ops: list             # of the reduced module (constants aside), sorted
+    program: str          # where the program came from: generate(...) or a corpus module
+    message: str          # what differed on the reduced module
+    module: str           # the reproducer's files, in the output folder
+    inputs: str | None
+    command: str | None
+    op_count: int         # of the reduced module
+    original_op_count: int
+    reduce_seconds: float
+    timed_out: bool       # the reduction stopped at its time limit
+    new: bool = True      # not in the folder's summary before this run
+    seen: int = 1         # programs of this run that showed it
+
+    def to_json(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass
+class Fuzzed:
+    """What a fuzz run did and found (`findings`: this run's signatures, new or not)."""
+
+    test: Side
+    reference: Side
+    tolerance: Tolerance
+    seed: int
+    seconds: float = 0.0
+    programs: int = 0     # generated or taken from the corpus
+    generated: int = 0
+    from_corpus: int = 0
+    agreed: int = 0
+    reducing: float = 0.0  # seconds spent reducing findings (repeated signatures included)
+    skipped: dict = dataclasses.field(default_factory=dict)  # why -> count
+    findings: list = dataclasses.field(default_factory=list)
+
+    @property
+    def new(self) -> list:
+        return [f for f in self.findings if f.new]
+
+    def to_json(self) -> dict:
+        return {"test": self.test.to_json(), "reference": self.reference.to_json(),
+                "tolerance": self.tolerance.to_json(), "seed": self.seed,
+                "seconds": round(self.seconds, 3), "programs": self.programs,
+                "generated": self.generated, "from_corpus": self.from_corpus,
+                "agreed": self.agreed, "reducing_seconds": round(self.reducing, 3),
+                "skipped": dict(self.skipped),
+                "new": len(self.new), "findings": [f.to_json() for f in self.findings]}
+
+    def text(self) -> str:
+        skipped = ", ".join(f"{n} {why}" for why, n in sorted(self.skipped.items()))
+        lines = [f"{self.programs} programs in {self.seconds:.0f} s ({self.generated} generated, "
+                 f"{self.from_corpus} from the corpus): {self.agreed} agreed, "
+                 f"{len(self.findings)} signature(s) found, {len(self.new)} new"
+                 + (f"; skipped: {skipped}" if skipped else "")]
+        for f in self.findings:
+            lines.append(f"{'new' if f.new else 'known'}: {f.signature} ({f.seen} program(s); "
+                         f"{f.original_op_count} -> {f.op_count} ops) {f.module}")
+            if f.command:
+                lines.append(f"  {f.command}")
+        return "\n".join(lines)
+
+
+@dataclasses.dataclass(frozen=True)
+class Progress:
+    """Where a fuzz run is, after each program and at each step of a reduction."""
+
+    programs: int
+    findings: int
+    new: int
+    seconds: float
+    reducing: str | None = None  # the kind being reduced, with its op count
+    reduced_ops: int | None = None
+
+
+def fuzz(test="cpu", reference="interpret", *, out, seconds: float = 60, seed: int = 0,
+         corpus=(), ops: int = 20, max_rank: int = 3, max_dim: int = 8, depth: int = 2,
+         element_types=DEFAULT_ELEMENT_TYPES, large_range: bool = False, test_options=None,
+         reference_options=None, abs: float = 1e-3, rel: float = 1e-3, ulp: int | None = None,
+         bitwise: bool = False, reduce_seconds: float = 60, run_seconds: float = 30,
+         programs: int | None = None,
+         progress: Callable[[Progress], None] | None = None) -> Fuzzed:
+    """Runs programs on `test` and `reference` (backend names or hlogen.differential
+    Sides, each with XLA options) for `seconds` (or `programs` programs, whichever ends
+    first) and keeps a reduced reproducer of each kind of difference in the folder `out`
+    (made if missing, in a folder that exists); see the module docstring. Programs: random
+    ones of `ops` ops (`max_rank`, `max_dim`, `depth`, `element_types`: generate's
+    bounds), and, with a `corpus` (files or folders of StableHLO, or Computations),
+    alternately its modules. `seed` makes the run repeatable (on the same machine and
+    load: `seconds` decides how many programs run). Each run of a side is bounded by
+    `run_seconds`, each reduction by `reduce_seconds`. `progress(Progress)` follows it."""
+    folder = files.folder(out, "-o", "fuzz writes its findings into a folder", made=True)
+    tolerance = Tolerance(abs, rel, ulp, bitwise)
+    sides = Side.of(test, test_options), Side.of(reference, reference_options)
+    options = checked_options(ops, max_rank, max_dim, element_types, depth)
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise InputError(f"fuzz: seed must be a whole number >= 0, got {seed!r}")
+    for name, value in (("seconds", seconds), ("reduce_seconds", reduce_seconds),
+                        ("run_seconds", run_seconds)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+            raise InputError(f"fuzz: {name} must be a positive number, got {value!r}")
+    entries = _corpus(corpus)
+    folder.mkdir(exist_ok=True)
+    known = _known(folder)
+    outputs = _Outputs(folder)
+    run = Fuzzed(sides[0], sides[1], tolerance, seed)
+    start = time.monotonic()
+    found: dict = {}  # signature -> Finding
+    with Children(run_seconds) as children:
+        fuzzer = _Fuzzer(sides, tolerance, large_range, children, run_seconds)
+
+        def tell(**more):
+            if progress is not None:
+                progress(Progress(run.programs, len(found), sum(f.new for f in found.values()),
+                                  time.monotonic() - start, **more))
+
+        k = 0
+        while time.monotonic() - start < seconds and (programs is None or k < programs):
+            program_seed = seed * _PROGRAM_SEED + k
+            if entries and k % 2:
+                run.from_corpus += 1
+                where, program, given = entries.pick(k // 2, program_seed)
+            else:
+                run.generated += 1
+                where = (f"generate({program_seed}, ops={options.ops}, max_rank="
+                         f"{options.max_rank}, max_dim={options.max_dim}, depth={options.depth})")
+                program, given = generate(program_seed, ops=options.ops,
+                                          max_rank=options.max_rank, max_dim=options.max_dim,
+                                          element_types=options.element_types,
+                                          depth=options.depth), None
+            k += 1
+            run.programs += 1
+            outcome = fuzzer.observe(program, given, program_seed)
+            if isinstance(outcome, str):
+                run.skipped[outcome] = run.skipped.get(outcome, 0) + 1
+                tell()
+                continue
+            if outcome is None:
+                run.agreed += 1
+                tell()
+                continue
+            interest, kind = outcome
+            started = time.monotonic()
+            reduced = _reduce(program, interest, kind, where, program_seed, reduce_seconds,
+                              children,
+                              lambda p, kind=kind: tell(reducing=kind, reduced_ops=p.op_count))
+            run.reducing += time.monotonic() - started
+            if reduced is None:
+                run.skipped["not seen again"] = run.skipped.get("not seen again", 0) + 1
+            elif reduced[0].signature in found:
+                found[reduced[0].signature].seen += 1
+            else:
+                finding = reduced[0]
+                finding.new = finding.signature not in known
+                _save(outputs, finding, reduced[1])
+                found[finding.signature] = finding
+            tell()
+    run.seconds = time.monotonic() - start
+    run.findings = list(found.values())
+    outputs.write(SUMMARY, _summary(run, known))
+    outputs.write(JUNIT, junit(run))
+    return run
+
+
+# -- one program ----------------------------------------------------------------------------
+
+class _Fuzzer:
+    def __init__(self, sides, tolerance, large_range, children, run_seconds):
+        self.sides, self.tolerance, self.large_range = sides, tolerance, large_range
+        self.children, self.run_seconds = children, run_seconds
+
+    def observe(self, program: Computation, given, seed: int):
+        """None when both sides agree; (the interest that keeps the difference, its kind)
+        when they do not; or why the program was skipped (a string)."""
+        for side in self.sides:
+            try:
+                prepare(side.module(program), backends.get(side.backend))
+            except UnsupportedError:
+                return "refused by hlogen's preflight"
+            except HlogenError:
+                return "not runnable"
+        try:
+            inputs = Inputs(program, given, seed, self.large_range)
+        except InputError:
+            return "no inputs (constraints that conflict)"
+        tagged = inputs.tagged(program)
+        divergence = Divergence(*self.sides, self.tolerance, inputs, self.children,
+                                self.run_seconds, allowed=self.allowed)
+        try:
+            comparison = divergence.compare(tagged)
+        except HlogenError:
+            return self._failure(tagged, inputs)
+        if comparison.ok:
+            return None
+        if divergence.allowed(tagged, inputs.of(tagged), divergence.results[self.sides[0]],
+                              divergence.results[self.sides[1]]):
+            return "allowed by the spec (the order of a sum)"
+        kind = difference_class(comparison)
+        divergence.kind = kind
+        return divergence, f"divergence ({kind})"
+
+    def allowed(self, candidate: Computation, inputs, got: list, want: list) -> bool:
+        """Whether the first top-level op of main whose values differ between the sides
+        (by the rule) differs only as the spec lets it (order_allows), its operands as
+        the reference side computes them."""
+        module, probes = explain.probed(candidate)
+        try:
+            a, b = (self.children.run(side.backend, side.module(module), inputs,
+                                      side.xla_options, self.run_seconds)
+                    for side in self.sides)
+        except HlogenError:  # the probes cannot be had: not allowed
+            return False
+        where = {}  # an op's result -> its probe
+        for k, (op, index, _) in enumerate(probes):
+            where[op.results[index]] = k
+            if compare_arrays(a[k], b[k], self.tolerance, shown=0).ok:
+                continue
+            operands = []
+            for value in op.operands:
+                if value in where:
+                    operands.append(b[where[value]])
+                elif isinstance(value.owner, ir.Block) and \
+                        value.owner == module.main.regions[0].blocks[0]:
+                    operands.append(inputs[ir.BlockArgument(value).arg_number])
+                else:
+                    operands.append(constant_of(value))
+            if any(o is None for o in operands):
+                return False
+            return order_allows(op, a[k], b[k], operands, self.tolerance)
+        return False
+
+    def _failure(self, tagged: Computation, inputs: Inputs):
+        """What to make of a program a side failed on: its interest and kind, or why it
+        is skipped."""
+        failed = {}
+        for side in self.sides:
+            try:
+                self.children.run(side.backend, side.module(tagged), inputs.of(tagged),
+                                  side.xla_options)
+            except HlogenError as e:
+                failed[side] = e
+        died = {s: e for s, e in failed.items() if isinstance(e, Died)}
+        if any(e.how == "timeout" for e in died.values()):
+            return "timed out"
+        for side, e in died.items():
+            if e.signal is not None:
+                return (Failure(side, message_pattern(_last_words(str(e))), True, inputs,
+                                self.children, self.run_seconds),
+                        f"crash of {side.label} ({e.signal})")
+        if len(failed) != 1:  # both (or, run again, neither)
+            return "failed on both sides" if failed else "not runnable"
+        (side, e), = failed.items()
+        other = self.sides[1] if side == self.sides[0] else self.sides[0]
+        return (Failure(side, message_pattern(str(e)), False, inputs, self.children,
+                        self.run_seconds, runs=other), f"error on {side.label}")
+
+
+# ops whose results the spec computes by arithmetic it leaves the order of to the
+# implementation: a NaN on one side against an infinity on the other, from operands that
+# hold infinities or NaNs, is the order's (inf - inf in one, inf + 1 in the other)
+_ORDER_FREE = {"stablehlo.convolution", "stablehlo.dot_general", "stablehlo.reduce",
+               "stablehlo.reduce_window", "stablehlo.triangular_solve", "stablehlo.cholesky"}
+# and of these the algorithm too: where operands hold infinities or NaNs, whether a NaN
+# reaches an element is the algorithm's (XLA CPU's blocked solve, the interpreter's
+# substitution)
+_ALGORITHM_FREE = {"stablehlo.triangular_solve", "stablehlo.cholesky"}
+
+
+def order_allows(op, got, want, operands: list, tolerance: Tolerance = Tolerance()) -> bool:
+    """Whether `op` (of _ORDER_FREE), computing `got` on one side and `want` on the other
+    from `operands` (their values), differs only as the order of its arithmetic can:
+    within twice the error bound of a float sum in any order (a dot_general,
+    convolution, or reduce or reduce_window that adds: hlogen.conformance.bounds), an
+    infinity where the other side reaches the type's largest finite value within that
+    bound (one order overflows), or a NaN against an infinity from operands that hold
+    infinities or NaNs (against anything, for a triangular solve or a Cholesky
+    factorization: _ALGORITHM_FREE)."""
+    a, e = np.asarray(got), np.asarray(want)
+    if op.name not in _ORDER_FREE or a.shape != e.shape or a.dtype != e.dtype or \
+            T.element_type(a.dtype).kind not in (T.FLOAT, T.COMPLEX):
+        return False
+    with mlir.context(), ir.Location.unknown():  # the op alone, on its operands' values
+        alone = Computation(op_alone(op, parameters=True))
+        bound = reassociation_bound(Case(alone, operands, [], [], []), 0)
+    wide = np.complex128 if a.dtype.kind == "c" else np.float64
+    with np.errstate(all="ignore"):
+        x, y = a.astype(wide), e.astype(wide)
+        if bound is None:
+            close = overflows = np.zeros(x.shape, bool)
+        else:
+            largest = float(ml_dtypes.finfo(np.real(a).dtype).max)
+            close = np.abs(x - y) <= bound
+            overflows = (np.isinf(x) & (np.abs(y) + bound >= largest)) | \
+                (np.isinf(y) & (np.abs(x) + bound >= largest))
+        odd = any(T.element_type(np.asarray(v).dtype).kind in (T.FLOAT, T.COMPLEX) and
+                  not np.isfinite(np.asarray(v).astype(wide)).all() for v in operands)
+        swapped = odd & ((np.isnan(x) | np.isnan(y)) if op.name in _ALGORITHM_FREE else
+                         (np.isnan(x) & np.isinf(y)) | (np.isinf(x) & np.isnan(y)))
+    return bool(np.all((close | overflows | swapped)[judge(a, e, tolerance)[0]]))
+
+
+def _last_words(message: str) -> str:
+    """What a dead child said last (XLA's check), without the module's name."""
+    return message.split("while running it: ", 1)[-1]
+
+
+def _reduce(program: Computation, interest: Interest, kind: str, where: str, seed: int,
+            seconds: float, children: Children, progress):
+    """(the Finding, its Reduction), or None when the difference does not show again."""
+    try:
+        reduced = reduce_with(interest.inputs.tagged(program), interest, seed=seed,
+                              timeout=seconds, progress=progress)
+    except InputError:  # a difference that comes and goes
+        return None
+    ops = sorted({op.name for op in mlir.walk(reduced.computation.module)
+                  if op.name not in _NOT_SIGNED})
+    search = reduced.search
+    return Finding(f"{kind}: {', '.join(ops) or '(no op)'}", kind, ops, where,
+                   reduced.seen(children),
+                   "", None, None, search.op_count, search.original_op_count,
+                   round(search.seconds, 3), search.timed_out), reduced
+
+
+# -- the output folder ----------------------------------------------------------------------
+
+class _Outputs:
+    """Files in the output folder, each written whole (hlogen.files.Output)."""
+
+    def __init__(self, folder):
+        self.folder = folder
+
+    def path(self, name: str) -> str:
+        return os.path.join(str(self.folder), name)
+
+    def write(self, name: str, data: bytes) -> None:
+        files.Output(self.path(name), "-o").write(data)
+
+
+def _name(signature: str) -> str:
+    """A file name for a signature: its words, and a digest that keeps names apart."""
+    words = re.sub(r"[^a-z0-9]+", "-", signature.lower().replace("stablehlo.", "")).strip("-")
+    return f"{words[:60].rstrip('-')}-{hashlib.sha256(signature.encode()).hexdigest()[:8]}"
+
+
+def _save(outputs: _Outputs, finding: Finding, reduced) -> None:
+    """The reproducer of `finding`: NAME.mlir, NAME.inputs.npz (when it has inputs), and
+    NAME.txt (the signature, the program, what differs, the command)."""
+    name = _name(finding.signature)
+    finding.module = outputs.path(f"{name}.mlir")
+    outputs.write(f"{name}.mlir", reduced.computation.as_text().encode())
+    if reduced.inputs:
+        finding.inputs = outputs.path(f"{name}.inputs.npz")
+        outputs.write(f"{name}.inputs.npz", reduced.npz())
+    finding.command = reduced.command(finding.module, finding.inputs)
+    outputs.write(f"{name}.txt", "\n".join([
+        finding.signature, f"from: {finding.program}",
+        f"reduced: {finding.original_op_count} -> {finding.op_count} ops in "
+        f"{finding.reduce_seconds:.1f} s" + (" (stopped at its time limit)"
+                                              if finding.timed_out else ""),
+        "", finding.message, "", f"to see it: {finding.command}", ""]).encode())
+
+
+def _known(folder) -> dict:
+    """The findings of the folder's summary (signature -> JSON), {} when it has none."""
+    path = os.path.join(str(folder), SUMMARY)
+    if not os.path.exists(path):
+        return {}
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+        return {f["signature"]: f for f in data["findings"]}
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise InputError(f"{path}: not a summary of hlogen fuzz ({e}); move it away or "
+                         f"choose another folder") from None
+
+
+def _summary(run: Fuzzed, known: dict) -> bytes:
+    """This run's summary, with the signatures the folder held before that it did not see."""
+    data = run.to_json()
+    seen = {f.signature for f in run.findings}
+    data["earlier"] = [f for s, f in known.items() if s not in seen]
+    return (json.dumps(data, indent=1) + "\n").encode()
+
+
+def junit(run: Fuzzed) -> bytes:
+    """JUnit XML: one testcase per signature found (a failure when new, skipped when the
+    folder knew it), and one for the programs that agreed."""
+    root = ET.Element("testsuites", name="hlogen fuzz", time=f"{run.seconds:.3f}")
+    suite = ET.SubElement(root, "testsuite", name=f"fuzz.{run.test.label} vs {run.reference.label}",
+                          tests=str(len(run.findings) + 1), failures=str(len(run.new)),
+                          errors="0", skipped=str(len(run.findings) - len(run.new)),
+                          time=f"{run.seconds:.3f}")
+    agreed = ET.SubElement(suite, "testcase", classname="fuzz", name="programs that agree",
+                           time=f"{run.seconds:.3f}")
+    ET.SubElement(agreed, "system-out").text = (f"{run.agreed} of {run.programs} programs "
+                                                f"agree")
+    for f in run.findings:
+        case = ET.SubElement(suite, "testcase", classname="fuzz", name=f.signature,
+                             time=f"{f.reduce_seconds:.3f}", file=f.module)
+        details = f"{f.message}\n\nto see it: {f.command}"
+        if f.new:
+            ET.SubElement(case, "failure", type=f.kind, message=f.signature).text = details
+        else:
+            ET.SubElement(case, "skipped", message=f"known: {f.signature}").text = details
+    return ET.tostring(root, encoding="utf-8", xml_declaration=True)
+
+
+# -- the corpus -----------------------------------------------------------------------------
+
+class _Corpus:
+    """Modules to run and mutate: their places (file, module index) are listed at once,
+    each is read (made runnable) when first picked."""
+
+    def __init__(self, places: list):
+        self.places = places          # (path, index) or a Computation
+        self.read: dict = {}          # place -> (name, Computation, arguments) or None
+
+    def __bool__(self) -> bool:
+        return bool(self.places)
+
+    def pick(self, k: int, seed: int):
+        """The k-th program from the corpus: module k mod n, as it is the first time and
+        mutated after. (where, computation, arguments or None)."""
+        n = len(self.places)
+        for step in range(n):  # a module that cannot be read gives its turn to the next
+            place = self.places[(k + step) % n]
+            entry = self._entry(place)
+            if entry is None:
+                continue
+            name, comp, arguments = entry
+            if (k + step) < n:
+                return name, comp, arguments
+            try:
+                return f"mutate({name}, {seed})", mutate(comp, seed), arguments
+            except HlogenError:  # nothing a mutation applies to: as it is
+                return name, comp, arguments
+        raise InputError("the corpus holds no module hlogen can run")
+
+    def _entry(self, place):
+        if place not in self.read:
+            self.read[place] = _read(place)
+        return self.read[place]
+
+
+def _read(place):
+    """(name, Computation, arguments or None) of a corpus place, None when it cannot run."""
+    if isinstance(place, Computation):
+        return place.source or place.name, place, None
+    path, index = place
+    if index is None:
+        try:
+            return path, load(path), None
+        except HlogenError:
+            return None
+    with open(path, encoding="utf-8", errors="replace") as f:
+        text = f.read()
+    plan = conformance_files.plan_of(text)
+    module = conformance_files.modules_of(path, text, plan)[index]
+    if plan.filecheck or conformance_files.interpreter_only(module.text):
+        return None
+    text = "\n" * (module.line - 1) + module.text  # (locations are the file's lines)
+    try:
+        case = load_case(text, path, lift_constants=True)
+        if case.computation is not None and \
+                len(case.arguments) != len(case.computation.parameter_shapes):
+            case = load_case(text, path, lift_constants=False)  # parameters of its own
+            case.arguments = None  # (random inputs)
+    except HlogenError:
+        return None
+    if case.computation is None or case.replicated is not None:
+        return None
+    return f"{path}#{index}" if plan.split else path, case.computation, case.arguments
+
+
+def _corpus(corpus) -> _Corpus:
+    """The places of `corpus` (paths of files or folders, and Computations): every module
+    of every .mlir file (files of StableHLO's tests split on `// -----`), other files as
+    hg.load reads them."""
+    if isinstance(corpus, (str, os.PathLike, Computation)):
+        corpus = [corpus]
+    places = []
+    for item in corpus:
+        if isinstance(item, Computation):
+            places.append(item)
+            continue
+        path = os.fspath(item)
+        found = conformance_files.discover([path]) if os.path.isdir(path) else [path]
+        for file in found:
+            if not os.path.isfile(file):
+                raise InputError(f"--corpus {file}: no such file or folder")
+            if not file.endswith(".mlir"):
+                places.append((file, None))
+                continue
+            with open(file, encoding="utf-8", errors="replace") as f:
+                text = f.read()
+            count = len(conformance_files.modules_of(file, text, conformance_files.plan_of(text)))
+            places += [(file, i) for i in range(count)]
+    return _Corpus(places)

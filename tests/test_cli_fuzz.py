@@ -1,0 +1,86 @@
+"""`hlogen fuzz` (hg.fuzz) for a few seconds with a fixed seed and a bounded number of
+programs: the README's example (a new signature is exit 1, the same one again exit 0),
+the files it writes (reproducers checked again on their own, summary.json, junit.xml),
+a corpus module on which XLA CPU aborts (a crash is a finding, reduced; the fuzzer goes
+on), and bad input. `make fuzz-backends` runs the long search (tests/test_fuzz_backends.py)."""
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import hlogen as hg
+from hlogen_cli.main import main
+from tests.test_cli_readme import console_session, fresh_clone, run_session
+from tests.test_cli_reduce import small_network, with_missing_mesh
+
+
+def hlogen(*args):
+    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
+
+
+def test_the_readme_example_and_what_it_writes(tmp_path, monkeypatch):
+    monkeypatch.setenv("HLOGEN_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.chdir(fresh_clone(tmp_path))
+    assert len(run_session(console_session("## Fuzzing a backend"))) == 5
+    summary = json.loads(open("out/fuzz/summary.json").read())
+    assert summary["new"] == 0 and summary["programs"] == 4 and summary["seed"] == 0
+    assert summary["test"]["backend"] == "cpu" and summary["reference"]["backend"] == "interpret"
+    (finding,) = summary["findings"]
+    assert finding["signature"] == "divergence (value): stablehlo.add, stablehlo.subtract"
+    assert finding["program"] == "out/corpus/residual.mlir" and finding["seen"] == 2
+    # the reproducer, checked again: XLA CPU gives x, the interpreter x rounded (numpy's f32)
+    module = hg.load(finding["module"])
+    with np.load(finding["inputs"]) as saved:
+        x = saved[module.parameter_names[0]]
+    rounding = np.float32(12582912)
+    np.testing.assert_array_equal(hg.compile(module)(x), x)
+    np.testing.assert_array_equal(hg.interpret(module, x), (x + rounding) - rounding)
+    assert "to see it: hlogen compare" in open(finding["module"][:-len(".mlir")] + ".txt").read()
+    # JUnit: the finding (known by the second run: skipped) and the programs that agreed
+    suite = ET.parse("out/fuzz/junit.xml").getroot().find("testsuite")
+    assert suite.get("failures") == "0" and suite.get("skipped") == "1"
+    names = [case.get("name") for case in suite.iter("testcase")]
+    assert names == ["programs that agree", finding["signature"]]
+
+
+def test_a_crash_in_the_corpus_is_a_finding_and_the_fuzzer_goes_on(tmp_path):
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "sdy.mlir").write_text(with_missing_mesh(small_network()))
+    (corpus / "fine.mlir").write_text(small_network().as_text())
+    run = hg.fuzz("cpu", "interpret", out=tmp_path / "found", seed=1, corpus=[corpus],
+                  programs=6, seconds=300, reduce_seconds=60)
+    assert run.programs == 6 and run.from_corpus == 3
+    crashes = [f for f in run.findings if f.kind.startswith("crash")]
+    assert [f.kind for f in crashes] == ["crash of cpu (SIGABRT)"], run.text()
+    (crash,) = crashes
+    assert crash.new and crash.op_count <= 2 and "Mesh not found" in crash.message
+    assert crash.command.startswith(f"hlogen run {crash.module} --backend cpu")
+    # XLA ends the process on the reproducer still: hlogen run reports it, exit 1
+    ran = hlogen(*crash.command.split()[1:])
+    assert ran.exit_code == 1 and "aborted (SIGABRT)" in ran.stderr, ran.output
+    summary = json.loads((tmp_path / "found" / "summary.json").read_text())
+    assert [f["kind"] for f in summary["findings"]] == [f.kind for f in run.findings]
+
+
+@pytest.mark.parametrize("args,said", [
+    (["-o", "{tmp}/no/such/folder"], "does not exist"),
+    (["-o", "{tmp}/out", "--element-types", "f32,f33"], "f33"),
+    (["-o", "{tmp}/out", "--corpus", "{tmp}/nothing"], "no such file"),
+    (["-o", "{tmp}/out", "--test", "nowhere"], "no backend named 'nowhere'"),
+])
+def test_bad_input_is_exit_2(tmp_path, args, said):
+    result = hlogen("fuzz", "--programs", 1, *[a.format(tmp=tmp_path) for a in args])
+    assert result.exit_code == 2, result.output
+    assert said in result.stderr and "Traceback" not in result.output
+
+
+def test_a_folder_whose_summary_is_not_fuzz_s_is_refused(tmp_path):
+    (tmp_path / "summary.json").write_text("[1, 2]")
+    result = hlogen("fuzz", "--programs", 1, "-o", tmp_path)
+    assert result.exit_code == 2 and "not a summary of hlogen fuzz" in result.stderr
+    assert (tmp_path / "summary.json").read_text() == "[1, 2]"

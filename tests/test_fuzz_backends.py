@@ -1,0 +1,176 @@
+"""Fuzzing XLA CPU against the StableHLO interpreter for a few minutes: `make
+fuzz-backends` (marked slow: `make test` leaves it out; pyproject's pytest options).
+
+hlogen fuzz runs random programs (large-range inputs: the whole exponent range) and the
+modules of StableHLO's interpreter tests (../shared/conformance/stablehlo/tests/interpret:
+as they are, then mutated), told nothing of what to look for. Each finding is then
+checked here, on its own, by means the fuzzer does not use:
+- it is real: its reduced module and inputs, compiled and run here on XLA CPU and
+  interpreted, differ by XLA's rule stated here (or, for an error or a crash, `hlogen run`
+  of its command fails so); no false divergence;
+- what explains it, when the project knows it: XLA's algebraic simplifier or its
+  constant folder (compiled again without that pass, XLA CPU agrees with the
+  interpreter: DIFFERENTIAL_NOTES' rewrites, README's CountLeadingZeros), subnormals
+  flushed to zero (every differing element has a subnormal on a side or in an input of
+  its shape, or the interpreter agrees with XLA CPU once subnormal inputs and constants
+  are zeros),
+  or an entry of the conformance runner's known deviations
+  (hlogen/conformance/known_deviations.json, matched by its own rules);
+and the run must rediscover each kind: a rewrite, subnormal flushing, a known deviation,
+each reported once (one reproducer per signature). The findings are printed (`-s`):
+benchmarks/RESULTS.md records a run.
+"""
+from __future__ import annotations
+
+import collections
+import os
+import pathlib
+
+import ml_dtypes
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import hlogen as hg
+from hlogen import mlir
+from hlogen.conformance import known
+from hlogen.conformance.module import constant_of
+from hlogen_cli.main import main
+
+pytestmark = pytest.mark.slow
+
+SECONDS = float(os.environ.get("HLOGEN_FUZZ_SECONDS", "240"))
+SEED = int(os.environ.get("HLOGEN_FUZZ_SEED", "28"))
+CORPUS = pathlib.Path(__file__).resolve().parents[2] / "shared" / "conformance" / "stablehlo" \
+    / "tests" / "interpret"
+if not CORPUS.is_dir():  # a worktree under /work/wt
+    CORPUS = pathlib.Path("/work/shared/conformance/stablehlo/tests/interpret")
+# the passes whose absence makes XLA CPU agree with the interpreter, and what they are
+PASSES = {"algsimp": "XLA's algebraic simplifier", "constant_folding": "XLA's constant folder"}
+
+
+def _near_differs(actual, expected, bound=1e-3):
+    """XLA's Near, stated here (complex numbers part by part): an element differs when
+    exactly one side is NaN, an infinity is not matched exactly, or its absolute and
+    relative errors both pass the bound; integers and predicates exactly."""
+    a, e = np.asarray(actual), np.asarray(expected)
+    if a.shape != e.shape or a.dtype != e.dtype:
+        return np.ones((), bool)
+    if a.dtype.kind in "biu" or a.dtype == bool:
+        return a != e
+    if a.dtype.kind == "c":
+        return _near_differs(a.real, e.real, bound) | _near_differs(a.imag, e.imag, bound)
+    a, e = a.astype(np.float64), e.astype(np.float64)
+    nan = np.isnan(a) != np.isnan(e)
+    infinite = (np.isinf(a) | np.isinf(e)) & (a != e) & ~np.isnan(a) & ~np.isnan(e)
+    with np.errstate(all="ignore"):
+        error = np.abs(a - e)
+        far = np.isfinite(error) & (error > bound) & (error > bound * np.abs(e))
+    return nan | infinite | far
+
+
+def _leaves(result) -> list:
+    return [np.asarray(r) for r in (result if isinstance(result, tuple) else (result,))]
+
+
+def _subnormal(a) -> np.ndarray:
+    a = np.asarray(a)
+    if a.dtype.kind == "c":
+        return _subnormal(a.real) | _subnormal(a.imag)
+    try:
+        tiny = float(ml_dtypes.finfo(a.dtype).smallest_normal)
+    except ValueError:  # not a float type
+        return np.zeros(a.shape, bool)
+    x = np.abs(a.astype(np.float64))
+    return (x > 0) & (x < tiny)
+
+
+def _zeroed(arrays: list) -> list:
+    return [np.where(_subnormal(x), np.zeros_like(x), x) for x in arrays]
+
+
+def _flushed(module, inputs) -> tuple:
+    """A copy of `module` whose subnormal constants are zeros, and whether it or the
+    inputs hold any subnormal."""
+    copy = module.clone()
+    changed = any(_subnormal(x).any() for x in inputs)
+    with mlir.context():
+        for op in mlir.walk(copy.module):
+            value = constant_of(op.results[0]) if op.name == "stablehlo.constant" else None
+            if value is not None and _subnormal(value).any():
+                op.attributes["value"] = mlir.dense_attr(
+                    _zeroed([value])[0], mlir.shape_of_type(op.results[0].type))
+                changed = True
+    return copy, changed
+
+
+def _reproduced(finding, module, inputs) -> tuple:
+    """(whether it shows again here, the differing masks of the results)."""
+    if finding["kind"].startswith("divergence"):
+        cpu = _leaves(hg.compile(module)(*inputs))
+        interpreted = _leaves(hg.interpret(module, *inputs))
+        masks = [_near_differs(a, e) for a, e in zip(cpu, interpreted)]
+        return any(m.any() for m in masks), (cpu, interpreted, masks)
+    ran = CliRunner().invoke(main, finding["command"].split()[1:], catch_exceptions=False)
+    died = "aborted (SIG" in ran.stderr
+    return ran.exit_code == 1 and died == finding["kind"].startswith("crash"), ran.stderr
+
+
+def _explanation(finding, module, inputs, seen, entries) -> str | None:
+    """What the project knows that explains the finding, or None."""
+    ops = sorted({op.name for op in mlir.walk(module.module)})
+    types = sorted({str(mlir.shape_of_type(t).element_type) for op in mlir.walk(module.module)
+                    for t in [*op.results.types, *(v.type for v in op.operands)]
+                    if str(t).startswith("tensor<")})
+    if finding["kind"].startswith("divergence"):
+        cpu, interpreted, masks = seen
+        for name, what in PASSES.items():
+            without = _leaves(hg.compile(module, xla_options={"xla_disable_hlo_passes": name})(
+                *inputs))
+            if not any(_near_differs(a, e).any() for a, e in zip(without, interpreted)):
+                return what
+        covered = all(a.shape == e.shape == m.shape and np.all((_subnormal(a) | _subnormal(e) | np.any(
+            [_subnormal(x) for x in inputs if np.shape(x) == m.shape] or [np.zeros(m.shape, bool)],
+            axis=0))[m]) for a, e, m in zip(cpu, interpreted, masks))
+        flushed, changed = _flushed(module, inputs)
+        if covered or (changed and not any(
+                _near_differs(a, e).any()
+                for a, e in zip(cpu, _leaves(hg.interpret(flushed, *_zeroed(inputs)))))):
+            return "subnormals flushed to zero"
+        status = "fail"
+    else:
+        status = "crash" if finding["kind"].startswith("crash") else "error"
+    record = {"backend": "cpu", "ops": ops, "types": types, "status": status,
+              "message": finding["message"], "file": finding["program"].split("#")[0],
+              "traits": {}}
+    for entry in entries:
+        if entry.applies(record) and entry.explains(record):
+            return f"known deviation: {entry.reason}"
+    return None
+
+
+def test_fuzzing_cpu_against_the_interpreter_rediscovers_what_is_known(tmp_path):
+    run = hg.fuzz("cpu", "interpret", out=tmp_path / "found", seconds=SECONDS, seed=SEED,
+                  corpus=[CORPUS], large_range=True, reduce_seconds=45)
+    print("\n" + run.text())
+    assert run.findings and len({f.signature for f in run.findings}) == len(run.findings)
+    entries = known.load(known.DEFAULT)
+    explained = collections.defaultdict(list)
+    for f in run.findings:
+        finding = f.to_json()
+        module = hg.load(f.module)
+        inputs = []
+        if f.inputs:
+            with np.load(f.inputs) as saved:
+                inputs = [saved[name] for name in module.parameter_names]
+            inputs = [a.view(s.dtype) if a.dtype.kind == "V" else a
+                      for a, s in zip(inputs, module.parameter_shapes)]
+        again, seen = _reproduced(finding, module, inputs)
+        assert again, f"not seen again here (a false finding): {f.signature}\n{seen}"
+        why = _explanation(finding, module, inputs, seen, entries)
+        explained[why].append(f.signature)
+        print(f"{f.signature} ({f.op_count} ops): {why or 'not known to the project'}")
+    kinds = {why.split(":")[0] for why in explained if why}
+    assert "XLA's algebraic simplifier" in kinds, explained
+    assert "subnormals flushed to zero" in kinds, explained
+    assert "known deviation" in kinds, explained
