@@ -71,7 +71,7 @@ def test_a_crash_in_the_corpus_is_a_finding_and_the_fuzzer_goes_on(tmp_path):
     (["-o", "{tmp}/no/such/folder"], "does not exist"),
     (["-o", "{tmp}/out", "--element-types", "f32,f33"], "f33"),
     (["-o", "{tmp}/out", "--corpus", "{tmp}/nothing"], "no such file"),
-    (["-o", "{tmp}/out", "--test", "nowhere"], "no backend named 'nowhere'"),
+    (["-o", "{tmp}/out", "--test", "nowhere"], "backend must be one of"),
 ])
 def test_bad_input_is_exit_2(tmp_path, args, said):
     result = hlogen("fuzz", "--programs", 1, *[a.format(tmp=tmp_path) for a in args])

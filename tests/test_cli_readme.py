@@ -26,12 +26,6 @@ README_PORT = "localhost:12355"
 BACKGROUND_SECONDS = 120
 
 
-def _session(title: str = "Command line") -> str:
-    """The first console block of the README's section `title`."""
-    section = (ROOT / "README.md").read_text().split(f"## {title}\n", 1)[1].split("\n## ", 1)[0]
-    return re.search(r"```console\n(.*?)```", section, re.S).group(1)
-
-
 def fresh_clone(tmp_path: pathlib.Path) -> pathlib.Path:
     """A folder with what a fresh clone holds that the README's commands read (samples/),
     and nothing they write (no out/)."""
@@ -68,23 +62,39 @@ def console_session(title: str) -> str:
     return re.search(r"```console\n(.*?)```", section, re.S).group(1)
 
 
-def run_session(session: str) -> list[str]:
+def run_session(session: str, port: str | None = None) -> list[str]:
     """Runs each `$ ` command of `session` in the current folder (hlogen's in this process,
-    others in a shell), checks its exit status and its output (`...` as above); returns
-    the commands run."""
+    others in a shell; `hlogen ... &` in the background, `wait; ...` after it, the README's
+    coordinator port replaced by `port`), checks its exit status and its output (`...` as
+    above); returns the commands run."""
     commands = []
-    for command in re.split(r"^\$ ", session, flags=re.M)[1:]:
-        line, _, expected = command.partition("\n")
-        status = _EXIT.search(line)
-        line = _EXIT.sub("", line)
-        if not line.startswith("hlogen "):
-            output, code = shell(line)
-        else:
-            result = CliRunner().invoke(main, shlex.split(line)[1:], catch_exceptions=False)
-            output, code = result.output, result.exit_code
-        assert code == (int(status.group(1)) if status else 0), f"$ {line}\n{output}"
-        assert _pattern(expected).fullmatch(output), f"$ {line}\n{output}"
-        commands.append(line)
+    background: list[subprocess.Popen] = []
+    try:
+        for command in re.split(r"^\$ ", session, flags=re.M)[1:]:
+            line, _, expected = command.partition("\n")
+            status = _EXIT.search(line)
+            line = _EXIT.sub("", line)
+            if port is not None:
+                line = line.replace(README_PORT, port)
+            commands.append(line)
+            if line.startswith("wait; "):
+                _wait(background)
+                output, code = shell(line[len("wait; "):])
+            elif not line.startswith("hlogen "):
+                output, code = shell(line)
+            else:
+                args = shlex.split(line)
+                if args[-1] == "&":
+                    background.append(_in_background(args))
+                    continue
+                result = CliRunner().invoke(main, args[1:], catch_exceptions=False)
+                output, code = result.output, result.exit_code
+            assert code == (int(status.group(1)) if status else 0), f"$ {line}\n{output}"
+            assert _pattern(expected).fullmatch(output), f"$ {line}\n{output}"
+    finally:
+        for process in background:  # never left running
+            process.kill()
+            process.wait()
     return commands
 
 
@@ -111,41 +121,15 @@ def _wait(background: list[subprocess.Popen]) -> None:
 
 
 def test_every_command_of_the_command_line_section(tmp_path, monkeypatch):
-    run_session("Command line", tmp_path, monkeypatch, at_least=10)
+    assert len(run_section("## Command line", tmp_path, monkeypatch)) >= 10
 
 
-def run_session(title: str, tmp_path, monkeypatch, at_least: int = 1, prepare=None) -> None:
-    """Runs every command of the README section `title`'s console block, in a fresh
-    clone (to which `prepare(clone)` adds what the section reads)."""
+def run_section(title: str, tmp_path, monkeypatch, prepare=None) -> list[str]:
+    """Runs the first console block of the README's section `title` in a fresh clone (to
+    which `prepare(clone)` adds what the section reads); the commands run."""
     monkeypatch.setenv("HLOGEN_CACHE_DIR", str(tmp_path / "cache"))
     clone = fresh_clone(tmp_path)
     if prepare is not None:
         prepare(clone)
     monkeypatch.chdir(clone)
-    port = f"localhost:{free_port()}"
-    commands = re.split(r"^\$ ", _session(title), flags=re.M)[1:]
-    assert len(commands) >= at_least
-    background: list[subprocess.Popen] = []
-    try:
-        for command in commands:
-            line, _, expected = command.partition("\n")
-            line = line.replace(README_PORT, port)
-            if line.startswith("wait; "):
-                _wait(background)
-                output, code = shell(line[len("wait; "):])
-            elif not line.startswith("hlogen "):
-                output, code = shell(line)
-            else:
-                args = shlex.split(line)
-                assert args[0] == "hlogen"
-                if args[-1] == "&":
-                    background.append(_in_background(args))
-                    continue
-                result = CliRunner().invoke(main, args[1:], catch_exceptions=False)
-                output, code = result.output, result.exit_code
-            assert code == 0, f"$ {line}\n{output}"
-            assert _pattern(expected).fullmatch(output), f"$ {line}\n{output}"
-    finally:
-        for process in background:  # never left running
-            process.kill()
-            process.wait()
+    return run_session(console_session(title), port=f"localhost:{free_port()}")
