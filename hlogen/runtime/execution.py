@@ -61,9 +61,6 @@ class Prepared:
         self.computation = computation
         self.original_leaves = T.leaf_shapes(original_results)  # the user's result leaves
         self._read_leaf = read_leaf  # per original leaf: as _reading says
-        # one raw result per user result, read as it is
-        self.plain_results = not any(isinstance(s, T.TupleShape) for s in original_results) and \
-            all(r is Reading.AS_IS for r in read_leaf)
 
     def read_results(self, raw: list) -> list[np.ndarray]:
         """Raw backend results -> one numpy array per leaf of the original results."""
