@@ -85,7 +85,7 @@ class Interpreted:
 
 def _prepare_cached(computation: Computation, backend: Backend,
                     num_replicas: int) -> tuple[Prepared, ir.Module]:
-    key = (computation.fingerprint, num_replicas)
+    key = (computation.fingerprint, backend.name, num_replicas)  # (as pjrt's cache)
     found = _prepared.get(key)
     if found is None:
         # refuses what would abort it (the parallel runner's limits included)
