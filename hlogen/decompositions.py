@@ -455,7 +455,7 @@ def _einsum(b: InsertingBuilder, op: ir.Operation, operands: list[Op]) -> list[O
 # jaxlib's lapack_?potrf_ffi, lapack_?trsm_ffi and lapack_?getrf_ffi, ? in s, d, c, z; their
 # flags are LAPACK's characters (uplo "L"/"U", side "L"/"R", trans_x "N"/"T"/"C", diag "N"/"U")
 # in mhlo.backend_config, and the leading dimensions are batch dimensions. The other
-# routines, eigen, SVD and QR solvers among them, are refused by hlogen.preflight. The
+# routines, eigen, SVD and QR solvers among them, the interpreter's declaration refuses. The
 # kernels read their matrices column-major, and jax states those layouts: the rewrites
 # are of the calls with them (a call whose layouts differ computes on other matrices).
 _LAPACK = re.compile(r"lapack_[sdcz](potrf|trsm|getrf)_ffi")

@@ -150,7 +150,7 @@ def _philox(key: Op, low: Op, high: Op, dims: tuple, bits: int) -> tuple[Op, tup
 
 def _unsigned_of_bits(op: ir.Operation) -> T.ElementType | None:
     """The unsigned type of the random values' width (None for f6: no such integer type;
-    the preflight then refuses the op with the type's own limits)."""
+    the interpreter's declaration refuses f6 values: hlogen.backends)."""
     return T.UNSIGNED_OF_WIDTH.get(mlir.shape_of_type(op.results[1].type).element_type.bits)
 
 

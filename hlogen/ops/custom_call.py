@@ -61,8 +61,8 @@ def reserved_reason(name: str) -> str | None:
 def pjrt_refusal(op) -> str | None:
     """Why PJRT cannot run `op` (a stablehlo.custom_call of a parsed or built module), or None.
 
-    For hlogen.preflight: a reserved target name, or a place inside a region of an op
-    other than while, case, if and map.
+    For the XLA declarations of hlogen.backends: a reserved target name, or a place
+    inside a region of an op other than while, case, if and map.
     """
     reason = reserved_reason(ir.StringAttr(op.attributes["call_target_name"]).value)
     if reason is not None:  # in a loaded module, most likely XLA's optimized HLO
