@@ -330,6 +330,25 @@ ATTRIBUTE_READABLE = frozenset({"pred", "s8", "s16", "s32", "s64", "u8", "u16", 
                                 "f16", "f32", "f64"})
 
 
+# -- attributes made (emission: hlogen.ops, hlogen.semantics, the runtime's wrapper) --------
+
+_i64_arrays: dict = {}
+
+
+def i64_array(values) -> ir.Attribute:
+    key = tuple(values)
+    found = _i64_arrays.get(key)
+    if found is None:
+        if len(_i64_arrays) > 4096:  # attributes live in the context anyway; this is a shortcut
+            _i64_arrays.clear()
+        found = _i64_arrays[key] = ir.DenseI64ArrayAttr.get(list(key), context=context())
+    return found
+
+
+def int_attr(value: int, bits: int = 64) -> ir.Attribute:
+    return ir.IntegerAttr.get(ir.IntegerType.get_signless(bits, context=context()), value)
+
+
 # -- attributes of parsed ops -------------------------------------------------------------
 
 def int_attribute(op: ir.Operation, name: str) -> int:

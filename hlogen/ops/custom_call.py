@@ -89,7 +89,7 @@ def custom_call(target_name, args, shape, *, builder=None, opaque=b"", has_side_
     ctx = mlir.context()
     attributes = {
         "call_target_name": ir.StringAttr.get(name, context=ctx),
-        "api_version": ir.IntegerAttr.get(ir.IntegerType.get_signless(32, context=ctx), version),
+        "api_version": mlir.int_attr(version, 32),
         "has_side_effect": ir.BoolAttr.get(side_effect, context=ctx),
         "backend_config": _backend_config(opaque, version),
         # row-major unless asked otherwise: the native code indexes C-order arrays
