@@ -15,9 +15,9 @@ from jaxlib.mlir import ir
 
 from hlogen import mlir, ops
 from hlogen import types as T
-from hlogen.builder import InsertingBuilder, Op
+from hlogen.builder import Op
 from hlogen.mlir import enum_attribute
-from hlogen.rewrites import rule
+from hlogen.rewrites import RewriteBuilder, rule
 
 RULES: list = []  # hlogen.rewrites entries: the interpreter's declaration lists them
 
@@ -157,7 +157,7 @@ def _unsigned_of_bits(op: ir.Operation) -> T.ElementType | None:
 @rule(RULES, "stablehlo.rng_bit_generator",
       "the interpreter has no implementation of it (the spec leaves the bits to the "
       "implementation: XLA CPU's are the definition)", _unsigned_of_bits)
-def _rng_bit_generator(b: InsertingBuilder, op: ir.Operation, operands: list[Op]) -> list[Op]:
+def _rng_bit_generator(b: RewriteBuilder, op: ir.Operation, operands: list[Op]) -> list[Op]:
     (state,) = operands
     data = mlir.shape_of_type(op.results[1].type)
     width = data.element_type.bits
