@@ -16,7 +16,7 @@ import threading
 import numpy as np
 from jaxlib.mlir import ir, passmanager
 from jaxlib.mlir.dialects import chlo, sdy, stablehlo
-from jaxlib.mlir._mlir_libs import _jax_mlir_ext, _stablehlo
+from jaxlib.mlir._mlir_libs import _jax_mlir_ext
 
 from hlogen import types as T
 from hlogen.errors import HlogenError, InputError, ShapeError
@@ -45,8 +45,8 @@ def context() -> ir.Context:
                 stablehlo.register_dialect(ctx)
                 chlo.register_dialect(ctx)
                 sdy.register_dialect(ctx)  # Shardy: jax's exports carry sdy attributes and ops
-                _stablehlo.register_interpreter_dialect(ctx)
-                _stablehlo.register_stablehlo_passes()
+                stablehlo.register_interpreter_dialect(ctx)
+                stablehlo.register_stablehlo_passes()
                 _context = ctx
     return _context
 
