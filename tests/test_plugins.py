@@ -115,6 +115,31 @@ def test_jax_plugins_found_by_jax_are_declared_under_jax_names(library, tmp_path
     assert done.stdout.splitlines() == ["[2.0, 4.0]", library]
 
 
+def test_a_jax_plugin_whose_library_is_gone_is_refused_with_why(library, tmp_path):
+    # its file removed after jax loaded it (an upgrade, a temporary folder): what keys its
+    # executables cannot be read, so hlogen refuses it, in words (no OSError)
+    link = tmp_path / "libgone.so"
+    link.symlink_to(library)
+    package = tmp_path / "jax_plugins" / "gone"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text(
+        "from jax._src import xla_bridge\n"
+        "def initialize():\n"
+        f"    xla_bridge.register_plugin('gone', library_path={str(link)!r})\n")
+    code = ("import os, jax, hlogen as hg\n"
+            "jax.devices()  # jax starts its backends, the plugin among them\n"
+            f"os.remove({str(link)!r})\n"
+            "b = hg.Builder('f'); x = b.parameter(hg.f32[2], 'x')\n"
+            "try:\n"
+            "    hg.compile(b.build(hg.ops.add(x, x)), backend='gone')\n"
+            "except hg.UnsupportedError as e:\n"
+            "    print(e)\n")
+    done = _child(code, PYTHONPATH=str(tmp_path))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.startswith(f"backend 'gone' cannot be used: PJRT plugin gone ({link}): "
+                                  f"its library cannot be read"), done.stdout
+
+
 def test_a_name_of_its_own(library):
     with pytest.raises(hg.InputError, match="a backend named 'cpu' is declared already"):
         hg.load_plugin(library, name="cpu", isolate=False)
