@@ -433,8 +433,7 @@ def check_text(data: bytes, where: str) -> None:
         if token in "{(<[":
             depth += 1
             if depth > MAX_TEXT_NESTING:
-                line = text.count("\n", 0, m.start()) + 1
-                col = m.start() - (text.rfind("\n", 0, m.start()) + 1) + 1
+                line, col = _line_column(text, m.start())
                 raise InputError(f"{where}:{line}:{col}: brackets nest deeper than "
                                  f"{MAX_TEXT_NESTING} levels; hlogen refuses such modules "
                                  f"(MLIR's parser would overflow its stack)")
@@ -449,11 +448,15 @@ def _check_all_to_all_groups(text: str, where: str) -> None:
     for m in re.finditer(r"all_to_all", text):
         arrow = text.find("->", m.end())  # the op's type, after its attributes
         if _NO_GROUPS.search(text, m.end(), arrow if arrow >= 0 else len(text)):
-            line = text.count("\n", 0, m.start()) + 1
-            col = m.start() - (text.rfind("\n", 0, m.start()) + 1) + 1
+            line, col = _line_column(text, m.start())
             raise InputError(f"{where}:{line}:{col}: all_to_all has no replica groups "
                              f"(tensor<0x...>), which StableHLO's verifier divides by; name "
                              f"the groups, e.g. dense<[[0, 1, ..., N-1]]>")
+
+
+def _line_column(text: str, offset: int) -> tuple[int, int]:
+    """The line and column (from 1) of `offset` in `text`."""
+    return text.count("\n", 0, offset) + 1, offset - text.rfind("\n", 0, offset)
 
 
 # strings and arrows are skipped; every other bracket counts
