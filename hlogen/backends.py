@@ -75,10 +75,16 @@ class Backend:
     dialects: tuple[str, ...] | None = None
     refuses_module: Callable[[ir.Module, int], tuple[ir.Operation, str] | None] | None = None
     rewrites: tuple = tuple(XLA_SEMANTICS)  # hlogen.rewrites entries, tried in order
-    readable: frozenset | None = None  # None: every element type
+    readable: frozenset | None = None  # None: every element type (PJRT's, always)
     xla_options: tuple = ()  # (name, value) pairs every compile gets (see with_options)
     # a PJRT plugin's facts: its library, what it says of itself (hlogen.runtime.plugins)
     identity: Mapping[str, str] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self):
+        if self.readable is not None and self.kind is not Kind.INTERPRETER:
+            raise InputError(f"backend {self.name!r}: `readable` is the interpreter's (its results "
+                             f"are MLIR attributes); a PJRT executable hands back every type as "
+                             f"it is, and nothing would turn carriers back")
 
     def __str__(self) -> str:
         return self.name

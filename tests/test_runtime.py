@@ -127,6 +127,13 @@ def test_each_interpreter_declaration_prepares_the_module_its_own_way():
         del backends.BACKENDS[strict.name]
 
 
+def test_a_pjrt_declaration_cannot_say_it_hands_back_fewer_types():
+    # PJRT executables return their results as they are (jax's dispatch reads them): a
+    # `readable` would wrap results into carriers that nothing turns back
+    with pytest.raises(hg.InputError, match="readable"):
+        dataclasses.replace(backends.CPU, name="cpu_f32_only", readable=frozenset({"f32"}))
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_tuple_parameters_and_nested_results(backend):
     b = hg.Builder("nested")
