@@ -2,8 +2,8 @@
 
 1. hlogen's own work on a loaded module, against MLIR's own parse of the same text:
    the preflight (hlogen.preflight: structure, types, replicas, the backend's ops), the
-   signature (parameter and result shapes and names), the semantics rewrites
-   (hlogen.semantics) and the backend's (hlogen.rewrites): what
+   signature (parameter and result shapes and names) and the rewrites the cpu backend's
+   declaration lists (hlogen.rewrites: XLA's semantics): what
    hlogen.runtime.execution.prepare runs besides MLIR's own legalize pipeline.
    Target: at most 1.5x the parse at 100k lines, growing linearly (the same time per
    line at every size). For reference, the table also gives all of
@@ -35,7 +35,7 @@ import numpy as np  # noqa: E402
 from jaxlib.mlir import ir  # noqa: E402
 
 import hlogen as hg  # noqa: E402
-from hlogen import mlir, preflight, rewrites, semantics  # noqa: E402
+from hlogen import backends, mlir, preflight, rewrites  # noqa: E402
 from hlogen.computation import Computation  # noqa: E402
 from hlogen.runtime import _jaxlib, execution, pjrt  # noqa: E402
 from _timing import machine  # noqa: E402
@@ -71,11 +71,9 @@ def own_work(module: ir.Module) -> None:
     comp = Computation(module, "scale")
     comp.signature()  # parameter and result shapes, names
     preflight.check_replicas(module, 1, "scale")
-    semantics.rewrite_module(module)
-    semantics.explicit_replica_groups(module, 1)
-    rewrites.rewrite_module(module, "pjrt")
+    rewrites.rewrite_module(module, backends.CPU.rewrites, 1)
     _fresh_inventories()  # prepare checks the backend's ops on its rewritten clone
-    preflight.check_backend(module, "pjrt", "scale")
+    preflight.check_backend(module, backends.CPU, "scale")
 
 
 def _fresh_inventories():
@@ -102,7 +100,7 @@ def loaded_work(text: bytes, repeats: int) -> dict:
         comp = hg.load(text)
         samples["load"].append(clock() - start)
         start = clock()
-        execution.prepare(comp, for_interpreter=False)
+        execution.prepare(comp, backends.CPU)
         samples["prepare"].append(clock() - start)
     return {k: statistics.median(v) for k, v in samples.items()}
 

@@ -32,7 +32,7 @@ from hlogen import decompositions, mlir, random_bits
 from hlogen import types as T
 from hlogen.errors import InputError, UnsupportedError
 from hlogen.ops import collectives
-from hlogen.ops.custom_call import pjrt_refusal
+from hlogen.ops.custom_call import reserved_reason
 from hlogen.ops.random import NORMAL_TYPES, UNIFORM_TYPES
 from hlogen.rewrites import XLA_SEMANTICS
 
@@ -75,10 +75,16 @@ class Backend:
     dialects: tuple[str, ...] | None = None
     refuses_module: Callable[[ir.Module, int], tuple[ir.Operation, str] | None] | None = None
     rewrites: tuple = tuple(XLA_SEMANTICS)  # hlogen.rewrites entries, tried in order
-    readable: frozenset | None = None  # None: every element type
+    readable: frozenset | None = None  # None: every element type (PJRT's, always)
     xla_options: tuple = ()  # (name, value) pairs every compile gets (see with_options)
     # a PJRT plugin's facts: its library, what it says of itself (hlogen.runtime.plugins)
     identity: Mapping[str, str] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self):
+        if self.readable is not None and self.kind is not Kind.INTERPRETER:
+            raise InputError(f"backend {self.name!r}: `readable` is the interpreter's (its results "
+                             f"are MLIR attributes); a PJRT executable hands back every type as "
+                             f"it is, and nothing would turn carriers back")
 
     def __str__(self) -> str:
         return self.name
@@ -245,6 +251,13 @@ _HOST_CALLBACKS = frozenset({
     "xla_ffi_python_gpu_callback", "xla_ffi_partitioned_python_gpu_callback"})
 
 
+# Ops in whose regions XLA CPU runs a custom call (checked with jaxlib 0.10.2). In the
+# others it does not: a reduce body ends the process, a sort comparator fails to link;
+# the rest (reduce_window, scatter...) are refused without having been tried.
+_REGIONS_THAT_RUN_CUSTOM_CALLS = frozenset({"stablehlo.while", "stablehlo.case", "stablehlo.if",
+                                            "stablehlo.map"})
+
+
 def _pjrt_custom_call(op):
     # jax's host callbacks, reserved targets, places XLA CPU does not run one
     target = mlir.call_target(op)
@@ -252,7 +265,18 @@ def _pjrt_custom_call(op):
         return (f"{target} is a jax host callback: it calls a Python function of the process "
                 f"that lowered the module, which this process does not have (XLA would end "
                 f"the process); lower the function without the callback")
-    return pjrt_refusal(op)
+    reason = reserved_reason(target)
+    if reason is not None:  # in a loaded module, most likely XLA's optimized HLO
+        return (f"target {reason} (XLA's optimized HLO holds such calls, made from other "
+                f"ops: the module XLA dumped before optimizations has those)")
+    parent = op.parent
+    while parent is not None and parent.name != "func.func":
+        if parent.name not in _REGIONS_THAT_RUN_CUSTOM_CALLS:
+            return (f"XLA CPU does not run a custom_call inside the computation of "
+                    f"{parent.name} (in a reduce body it ends the process); custom calls run "
+                    f"at the top level and in while, case, if and map bodies")
+        parent = parent.parent
+    return None
 
 
 _NO_F6 = "XLA CPU has no f6 types: it fails to compile them, and ends the process on an f6 constant"

@@ -13,7 +13,7 @@ import io
 import re
 
 from jaxlib.mlir import ir
-from jaxlib.mlir._mlir_libs import _stablehlo
+from jaxlib.mlir.dialects import stablehlo
 
 from hlogen import mlir
 from hlogen.errors import HlogenError, InputError
@@ -122,8 +122,8 @@ class Computation:
 
         CHLO ops have no portable form: the module is legalized to StableHLO first.
         """
-        version = target_version or _stablehlo.get_current_version()
-        minimum = _stablehlo.get_minimum_version()
+        version = target_version or stablehlo.get_current_version()
+        minimum = stablehlo.get_minimum_version()
         if not re.fullmatch(r"\d+\.\d+\.\d+", str(version)):
             raise HlogenError(f"to_portable: target_version must look like 1.9.0, got {version!r}")
         # in this context, whose diagnostics are collected into the message (the string
@@ -132,12 +132,12 @@ class Computation:
             try:
                 module = self.clone().module
                 mlir.run_pipeline(module, f"builtin.module({mlir.LEGALIZE})")
-                return _stablehlo.serialize_portable_artifact(module, version)
+                return stablehlo.serialize_portable_artifact(module, version)
             except Exception as e:
                 said = "; ".join(m.split(": ", 1)[-1] for m in messages) or str(e)
                 raise HlogenError(
                     f"to_portable: cannot serialize for StableHLO {version} (this jaxlib writes "
-                    f"{minimum} to {_stablehlo.get_current_version()}): {said}") from None
+                    f"{minimum} to {stablehlo.get_current_version()}): {said}") from None
 
     def clone(self) -> "Computation":
         """An independent copy (passes change modules in place)."""

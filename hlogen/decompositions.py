@@ -15,10 +15,10 @@ from jaxlib.mlir.dialects import func
 
 from hlogen import mlir, ops
 from hlogen import types as T
-from hlogen.builder import InsertingBuilder, Op
+from hlogen.builder import Op
 from hlogen.errors import UnsupportedError
 from hlogen.mlir import enum_attribute, int_attribute, ints_attribute
-from hlogen.rewrites import rule
+from hlogen.rewrites import RewriteBuilder, rule
 
 RULES: list = []  # hlogen.rewrites entries, in the order they are tried
 
@@ -61,7 +61,7 @@ _BATCH_NORM = ("stablehlo.batch_norm_training", "stablehlo.batch_norm_inference"
                "stablehlo.batch_norm_grad")
 
 
-def _batch_norm(b: InsertingBuilder, op: ir.Operation, operands: list[Op]) -> list[Op]:
+def _batch_norm(b: RewriteBuilder, op: ir.Operation, operands: list[Op]) -> list[Op]:
     name = op.name
     epsilon = ir.FloatAttr(op.attributes["epsilon"]).value
     feature_index = int_attribute(op, "feature_index")
@@ -113,7 +113,7 @@ for _name in _BATCH_NORM:
 
 @rule(RULES, "stablehlo.select_and_scatter",
       "the interpreter combines the init value twice into every selected element")
-def _select_and_scatter(b: InsertingBuilder, op: ir.Operation, operands: list[Op]) -> list[Op]:
+def _select_and_scatter(b: RewriteBuilder, op: ir.Operation, operands: list[Op]) -> list[Op]:
     """XLA's definition: in each window (padding never selected) the element `select`
     prefers to every later one, in row-major order, is picked; each source value is then
     combined by `scatter` into init_value at its window's pick, windows in row-major order.
@@ -233,7 +233,7 @@ def _cholesky_lower(a: Op) -> tuple[Op, list[Op]]:
 
 
 @rule(RULES, "stablehlo.cholesky", "the interpreter has no implementation of it")
-def _cholesky(b: InsertingBuilder, op: ir.Operation, operands: list[Op]) -> list[Op]:
+def _cholesky(b: RewriteBuilder, op: ir.Operation, operands: list[Op]) -> list[Op]:
     """XLA's CholeskyExpander: the upper factor is the transpose of the lower factor of
     a's transpose. A matrix with a pivot whose square root is NaN (a not positive
     definite) is NaN throughout."""
@@ -280,7 +280,7 @@ def _solve(a: Op, rhs: Op, left_side: bool, lower: bool, unit: bool, kind: str) 
 
 
 @rule(RULES, "stablehlo.triangular_solve", "the interpreter has no implementation of it")
-def _triangular_solve(b: InsertingBuilder, op: ir.Operation, operands: list[Op]) -> list[Op]:
+def _triangular_solve(b: RewriteBuilder, op: ir.Operation, operands: list[Op]) -> list[Op]:
     a, rhs = operands
 
     def flag(name):
@@ -307,7 +307,7 @@ def _interpreter_fft_fails(op: ir.Operation) -> bool:
       "the interpreter aborts on c64 (and f32) FFTs and on zero lengths, and computes "
       "odd-length IRFFTs wrongly",
       _interpreter_fft_fails)
-def _fft(b: InsertingBuilder, op: ir.Operation, operands: list[Op]) -> list[Op]:
+def _fft(b: RewriteBuilder, op: ir.Operation, operands: list[Op]) -> list[Op]:
     """The FFT in double precision (c128, f64), converted back. The real transforms' last
     dimension is a DFT of real matrices (two dot_generals): half the interpreter's work for
     an RFFT (it computes the whole spectrum, then slices), and an IRFFT of any length as
@@ -370,12 +370,12 @@ def _matrix(like: Op, values: np.ndarray) -> Op:
 # -- ops XLA CPU runs that the interpreter lacks (older forms of others) --------------------
 
 @rule(RULES, "stablehlo.broadcast", "the interpreter has no implementation of it")
-def _broadcast(b: InsertingBuilder, op: ir.Operation, operands: list[Op]) -> list[Op]:
+def _broadcast(b: RewriteBuilder, op: ir.Operation, operands: list[Op]) -> list[Op]:
     return [ops.broadcast(operands[0], ints_attribute(op, "broadcast_sizes"))]
 
 
 @rule(RULES, "stablehlo.dot", "the interpreter has no implementation of it")
-def _dot(b: InsertingBuilder, op: ir.Operation, operands: list[Op]) -> list[Op]:
+def _dot(b: RewriteBuilder, op: ir.Operation, operands: list[Op]) -> list[Op]:
     lhs, rhs = operands  # rank 1 or 2: the lhs's last dimension with the rhs's first
     return [ops.dot_general(lhs, rhs, {"lhs_contracting_dimensions": (lhs.shape.rank - 1,),
                                        "rhs_contracting_dimensions": (0,)},
@@ -383,19 +383,19 @@ def _dot(b: InsertingBuilder, op: ir.Operation, operands: list[Op]) -> list[Op]:
 
 
 @rule(RULES, "stablehlo.create_token", "the interpreter has no implementation of it")
-def _create_token(b: InsertingBuilder, op: ir.Operation, operands: list[Op]) -> list[Op]:
+def _create_token(b: RewriteBuilder, op: ir.Operation, operands: list[Op]) -> list[Op]:
     return [ops.create_token(b)]
 
 
 @rule(RULES, "stablehlo.cross-replica-sum", "the interpreter has no implementation of it")
-def _cross_replica_sum(b: InsertingBuilder, op: ir.Operation, operands: list[Op]) -> list[Op]:
+def _cross_replica_sum(b: RewriteBuilder, op: ir.Operation, operands: list[Op]) -> list[Op]:
     groups = np.array(ir.DenseIntElementsAttr(op.attributes["replica_groups"])).tolist()
     return [ops.all_reduce(operands[0], ops.add,
                            replica_groups=groups or [list(range(b.num_replicas))])]
 
 
 @rule(RULES, "stablehlo.torch_index_select", "the interpreter has no implementation of it")
-def _torch_index_select(b: InsertingBuilder, op: ir.Operation, operands: list[Op]) -> list[Op]:
+def _torch_index_select(b: RewriteBuilder, op: ir.Operation, operands: list[Op]) -> list[Op]:
     """result = operand[..., index, ...] along `dim`, the first batch_dims dimensions of
     operand and index paired: operand.shape[:dim] + index.shape[batch_dims:] +
     operand.shape[dim + 1:], as a gather."""
@@ -423,7 +423,7 @@ def _einsum_terms(op: ir.Operation) -> list[str] | None:
 
 @rule(RULES, "stablehlo.einsum", "the interpreter has no implementation of it",
       lambda op: _einsum_terms(op) is not None)
-def _einsum(b: InsertingBuilder, op: ir.Operation, operands: list[Op]) -> list[Op]:
+def _einsum(b: RewriteBuilder, op: ir.Operation, operands: list[Op]) -> list[Op]:
     """A dot_general: labels in both operands are batch dimensions (in the output) or
     contracted (not); labels of one operand only that the output lacks are summed first."""
     lhs_labels, rhs_labels, out = _einsum_terms(op)
@@ -455,7 +455,7 @@ def _einsum(b: InsertingBuilder, op: ir.Operation, operands: list[Op]) -> list[O
 # jaxlib's lapack_?potrf_ffi, lapack_?trsm_ffi and lapack_?getrf_ffi, ? in s, d, c, z; their
 # flags are LAPACK's characters (uplo "L"/"U", side "L"/"R", trans_x "N"/"T"/"C", diag "N"/"U")
 # in mhlo.backend_config, and the leading dimensions are batch dimensions. The other
-# routines, eigen, SVD and QR solvers among them, are refused by hlogen.preflight. The
+# routines, eigen, SVD and QR solvers among them, the interpreter's declaration refuses. The
 # kernels read their matrices column-major, and jax states those layouts: the rewrites
 # are of the calls with them (a call whose layouts differ computes on other matrices).
 _LAPACK = re.compile(r"lapack_[sdcz](potrf|trsm|getrf)_ffi")
@@ -588,7 +588,7 @@ _ROUTINES = {"potrf": _potrf, "trsm": _trsm, "getrf": _getrf}
 @rule(RULES, "stablehlo.custom_call",
       "custom calls run native code; jaxlib's LAPACK Cholesky, triangular solve and LU "
       "have formulations here", _lapack_routine)
-def _lapack(b: InsertingBuilder, op: ir.Operation, operands: list[Op]) -> list[Op]:
+def _lapack(b: RewriteBuilder, op: ir.Operation, operands: list[Op]) -> list[Op]:
     return _ROUTINES[_lapack_routine(op)](op, *operands)
 
 

@@ -18,7 +18,7 @@ import re
 import signal
 
 from jaxlib.mlir import ir
-from jaxlib.mlir._mlir_libs import _stablehlo
+from jaxlib.mlir.dialects import stablehlo
 
 from hlogen import exports, hlo, mlir, native, preflight
 from hlogen.computation import Computation, given_names, is_public, main_of, set_names
@@ -139,7 +139,7 @@ def parse_module(data: bytes, where: str = "<text>", *, file: str | None = None)
         module = None
         if bytecode:
             try:  # a portable artifact is VHLO bytecode; plain bytecode fails this
-                module = _stablehlo.deserialize_portable_artifact(ctx, data)
+                module = stablehlo.deserialize_portable_artifact(ctx, data)
             except Exception:
                 messages.clear()
         if module is None:
@@ -185,11 +185,11 @@ _CHILD = """
 import sys
 from hlogen import mlir
 from jaxlib.mlir import ir
-from jaxlib.mlir._mlir_libs import _stablehlo
+from jaxlib.mlir.dialects import stablehlo
 data = sys.stdin.buffer.read()
 with mlir.collected_diagnostics():
     try:
-        _stablehlo.deserialize_portable_artifact(mlir.context(), data)
+        stablehlo.deserialize_portable_artifact(mlir.context(), data)
     except Exception:
         try:
             ir.Module.parse(data, context=mlir.context())

@@ -1,8 +1,10 @@
 """The one place that creates the MLIR context and registers dialects and passes.
 
 Everything else asks this module for the context, for MLIR types of hlogen
-shapes (cached: emission is on the hot path), for locations, and for dense
-attributes made from numpy arrays.
+shapes (cached: emission is on the hot path), for locations, for dense
+attributes made from numpy arrays, for the structure of a module (its functions,
+an op's defining op, a custom call's target, inlining a call), for attributes of
+parsed ops, and for the guard on MLIR text that the parser would die on.
 """
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ import threading
 import numpy as np
 from jaxlib.mlir import ir, passmanager
 from jaxlib.mlir.dialects import chlo, sdy, stablehlo
-from jaxlib.mlir._mlir_libs import _jax_mlir_ext, _stablehlo
+from jaxlib.mlir._mlir_libs import _jax_mlir_ext
 
 from hlogen import types as T
 from hlogen.errors import HlogenError, InputError, ShapeError
@@ -43,8 +45,8 @@ def context() -> ir.Context:
                 stablehlo.register_dialect(ctx)
                 chlo.register_dialect(ctx)
                 sdy.register_dialect(ctx)  # Shardy: jax's exports carry sdy attributes and ops
-                _stablehlo.register_interpreter_dialect(ctx)
-                _stablehlo.register_stablehlo_passes()
+                stablehlo.register_interpreter_dialect(ctx)
+                stablehlo.register_stablehlo_passes()
                 _context = ctx
     return _context
 
@@ -328,6 +330,25 @@ ATTRIBUTE_READABLE = frozenset({"pred", "s8", "s16", "s32", "s64", "u8", "u16", 
                                 "f16", "f32", "f64"})
 
 
+# -- attributes made (emission: hlogen.ops, hlogen.semantics, the runtime's wrapper) --------
+
+_i64_arrays: dict = {}
+
+
+def i64_array(values) -> ir.Attribute:
+    key = tuple(values)
+    found = _i64_arrays.get(key)
+    if found is None:
+        if len(_i64_arrays) > 4096:  # attributes live in the context anyway; this is a shortcut
+            _i64_arrays.clear()
+        found = _i64_arrays[key] = ir.DenseI64ArrayAttr.get(list(key), context=context())
+    return found
+
+
+def int_attr(value: int, bits: int = 64) -> ir.Attribute:
+    return ir.IntegerAttr.get(ir.IntegerType.get_signless(bits, context=context()), value)
+
+
 # -- attributes of parsed ops -------------------------------------------------------------
 
 def int_attribute(op: ir.Operation, name: str) -> int:
@@ -412,8 +433,7 @@ def check_text(data: bytes, where: str) -> None:
         if token in "{(<[":
             depth += 1
             if depth > MAX_TEXT_NESTING:
-                line = text.count("\n", 0, m.start()) + 1
-                col = m.start() - (text.rfind("\n", 0, m.start()) + 1) + 1
+                line, col = _line_column(text, m.start())
                 raise InputError(f"{where}:{line}:{col}: brackets nest deeper than "
                                  f"{MAX_TEXT_NESTING} levels; hlogen refuses such modules "
                                  f"(MLIR's parser would overflow its stack)")
@@ -428,11 +448,15 @@ def _check_all_to_all_groups(text: str, where: str) -> None:
     for m in re.finditer(r"all_to_all", text):
         arrow = text.find("->", m.end())  # the op's type, after its attributes
         if _NO_GROUPS.search(text, m.end(), arrow if arrow >= 0 else len(text)):
-            line = text.count("\n", 0, m.start()) + 1
-            col = m.start() - (text.rfind("\n", 0, m.start()) + 1) + 1
+            line, col = _line_column(text, m.start())
             raise InputError(f"{where}:{line}:{col}: all_to_all has no replica groups "
                              f"(tensor<0x...>), which StableHLO's verifier divides by; name "
                              f"the groups, e.g. dense<[[0, 1, ..., N-1]]>")
+
+
+def _line_column(text: str, offset: int) -> tuple[int, int]:
+    """The line and column (from 1) of `offset` in `text`."""
+    return text.count("\n", 0, offset) + 1, offset - text.rfind("\n", 0, offset)
 
 
 # strings and arrows are skipped; every other bracket counts

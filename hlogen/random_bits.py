@@ -15,9 +15,9 @@ from jaxlib.mlir import ir
 
 from hlogen import mlir, ops
 from hlogen import types as T
-from hlogen.builder import InsertingBuilder, Op
+from hlogen.builder import Op
 from hlogen.mlir import enum_attribute
-from hlogen.rewrites import rule
+from hlogen.rewrites import RewriteBuilder, rule
 
 RULES: list = []  # hlogen.rewrites entries: the interpreter's declaration lists them
 
@@ -150,14 +150,14 @@ def _philox(key: Op, low: Op, high: Op, dims: tuple, bits: int) -> tuple[Op, tup
 
 def _unsigned_of_bits(op: ir.Operation) -> T.ElementType | None:
     """The unsigned type of the random values' width (None for f6: no such integer type;
-    the preflight then refuses the op with the type's own limits)."""
+    the interpreter's declaration refuses f6 values: hlogen.backends)."""
     return T.UNSIGNED_OF_WIDTH.get(mlir.shape_of_type(op.results[1].type).element_type.bits)
 
 
 @rule(RULES, "stablehlo.rng_bit_generator",
       "the interpreter has no implementation of it (the spec leaves the bits to the "
       "implementation: XLA CPU's are the definition)", _unsigned_of_bits)
-def _rng_bit_generator(b: InsertingBuilder, op: ir.Operation, operands: list[Op]) -> list[Op]:
+def _rng_bit_generator(b: RewriteBuilder, op: ir.Operation, operands: list[Op]) -> list[Op]:
     (state,) = operands
     data = mlir.shape_of_type(op.results[1].type)
     width = data.element_type.bits

@@ -74,14 +74,6 @@ def _by_op(rules: Sequence[Rewrite]) -> dict:
     return found[1]
 
 
-def rewrite_for(rules: Sequence[Rewrite], op: ir.Operation) -> Rewrite | None:
-    """The first entry of `rules` that rewrites `op`, or None."""
-    for r in _by_op(rules).get(op.name, ()):
-        if r.when is None or r.when(op):
-            return r
-    return None
-
-
 def rewrite_module(module: ir.Module, rules: Sequence[Rewrite], num_replicas: int = 1) -> int:
     """Applies `rules` (a backend's `rewrites`) to every op of `module`, in place, in one
     walk; returns how many rewrites were made. An entry that changes an op in place lets
@@ -384,4 +376,4 @@ def _reads(value, source, depth: int) -> bool:
     return False
 
 
-__all__ = ["Rewrite", "RewriteBuilder", "XLA_SEMANTICS", "rule", "rewrite_for", "rewrite_module"]
+__all__ = ["Rewrite", "RewriteBuilder", "XLA_SEMANTICS", "rule", "rewrite_module"]

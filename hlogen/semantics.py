@@ -162,17 +162,14 @@ def convert(emitter, shape: T.Shape, x, from_type: T.ElementType) -> ir.Value:
 
 def reduce_precision(emitter, shape: T.Shape, x, exponent_bits: int, mantissa_bits: int) -> ir.Value:
     """ReducePrecision that keeps NaN, as XLA documents."""
-    attrs = {"exponent_bits": _i32(exponent_bits), "mantissa_bits": _i32(mantissa_bits)}
+    attrs = {"exponent_bits": mlir.int_attr(exponent_bits, 32),
+             "mantissa_bits": mlir.int_attr(mantissa_bits, 32)}
     reduced = _one(emitter, "stablehlo.reduce_precision", shape, [x], attrs)
     if mantissa_bits:
         return reduced
     # No mantissa bit is left to mark a NaN: the interpreter returns Inf there.
     is_nan = _compare(emitter, shape, "NE", x, x)
     return _select(emitter, shape, is_nan, x, reduced)
-
-
-def _i32(value: int) -> ir.Attribute:
-    return ir.IntegerAttr.get(ir.IntegerType.get_signless(32, context=mlir.context()), value)
 
 
 # -- PopulationCount -------------------------------------------------------------------
@@ -244,11 +241,11 @@ def scatter_indices(emitter, operand: T.Shape, updates: T.Shape, indices: T.Shap
             start = [k if d == ivd else 0 for d in range(len(dims))]
             limit = [k + 1 if d == ivd else n for d, n in enumerate(dims)]
             one = _one(emitter, "stablehlo.slice", part, [fits], {
-                "start_indices": _i64s(start), "limit_indices": _i64s(limit),
-                "strides": _i64s([1] * len(dims))})
+                "start_indices": mlir.i64_array(start), "limit_indices": mlir.i64_array(limit),
+                "strides": mlir.i64_array([1] * len(dims))})
             every = one if every is None else _one(emitter, "stablehlo.and", part, [every, one])
         fits = _one(emitter, "stablehlo.broadcast_in_dim", pred, [every],
-                    {"broadcast_dimensions": _i64s(range(len(dims)))})
+                    {"broadcast_dimensions": mlir.i64_array(range(len(dims)))})
     sizes = [operand.dimensions[d] for d in index_map]
     return _select(emitter, indices, fits, x, _along_vector(emitter, indices, ivd, sizes)), \
         tuple(index_map)
@@ -262,8 +259,4 @@ def _along_vector(emitter, shape: T.Shape, ivd: int, values) -> ir.Value:
     constant = _one(emitter, "stablehlo.constant", vector, [],
                     {"value": mlir.dense_attr(np.array(values, dtype=shape.dtype), vector)})
     return _one(emitter, "stablehlo.broadcast_in_dim", shape, [constant],
-                {"broadcast_dimensions": _i64s([ivd])})
-
-
-def _i64s(values) -> ir.Attribute:
-    return ir.DenseI64ArrayAttr.get(list(values), context=mlir.context())
+                {"broadcast_dimensions": mlir.i64_array([ivd])})

@@ -511,17 +511,11 @@ func.func @main(%x: tensor<4xf32>, %k: tensor<i32>) -> (tensor<4xf32>, tensor<f3
 
 def test_what_xla_cpu_cannot_run_is_named_before_compiling():
     # XLA CPU aborts on a custom call in a reduce body (checked in a child process) and
-    # runs one in while, case, if and map bodies; hlogen.preflight asks pjrt_refusal
-    from hlogen import mlir
-    from hlogen.ops.custom_call import pjrt_refusal
+    # runs one in while, case, if and map bodies: its declaration (hlogen.backends) says so
+    from hlogen import backends, mlir
     module = hg.load(_PLACES).module
-    found = {ir_name(op): pjrt_refusal(op) for op in mlir.walk(module)
+    found = {mlir.call_target(op): backends.CPU.refusal(op) for op in mlir.walk(module)
              if op.name == "stablehlo.custom_call"}
     assert found["in_case"] is None
     assert "inside the computation of stablehlo.reduce" in found["in_reduce"]
     assert "'TopK' is a name XLA's compiler handles itself" in found["TopK"]
-
-
-def ir_name(op) -> str:
-    from jaxlib.mlir import ir
-    return ir.StringAttr(op.attributes["call_target_name"]).value

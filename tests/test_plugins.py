@@ -97,13 +97,19 @@ def test_a_plain_import_starts_no_jax_and_loads_no_plugin_and_the_environment_is
     assert "fusion type" not in done.stderr and "experimental" not in done.stderr
 
 
-def test_jax_plugins_found_by_jax_are_declared_under_jax_names(library, tmp_path):
-    package = tmp_path / "jax_plugins" / "by_jax"  # a namespace package, as jax documents
+def _jax_plugin(folder: pathlib.Path, name: str, library) -> None:
+    """A jax plugin `name` of `library` under `folder`: a jax_plugins namespace package,
+    as jax documents them."""
+    package = folder / "jax_plugins" / name
     package.mkdir(parents=True)
     (package / "__init__.py").write_text(
         "from jax._src import xla_bridge\n"
         "def initialize():\n"
-        f"    xla_bridge.register_plugin('by_jax', library_path={library!r})\n")
+        f"    xla_bridge.register_plugin({name!r}, library_path={str(library)!r})\n")
+
+
+def test_jax_plugins_found_by_jax_are_declared_under_jax_names(library, tmp_path):
+    _jax_plugin(tmp_path, "by_jax", library)
     code = ("import hlogen as hg, numpy as np\n"
             "from hlogen import backends\n"
             "b = hg.Builder('f'); x = b.parameter(hg.f32[2], 'x')\n"
@@ -113,6 +119,26 @@ def test_jax_plugins_found_by_jax_are_declared_under_jax_names(library, tmp_path
     done = _child(code, PYTHONPATH=str(tmp_path))
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.splitlines() == ["[2.0, 4.0]", library]
+
+
+def test_a_jax_plugin_whose_library_is_gone_is_refused_with_why(library, tmp_path):
+    # its file removed after jax loaded it (an upgrade, a temporary folder): what keys its
+    # executables cannot be read, so hlogen refuses it, in words (no OSError)
+    link = tmp_path / "libgone.so"
+    link.symlink_to(library)
+    _jax_plugin(tmp_path, "gone", link)
+    code = ("import os, jax, hlogen as hg\n"
+            "jax.devices()  # jax starts its backends, the plugin among them\n"
+            f"os.remove({str(link)!r})\n"
+            "b = hg.Builder('f'); x = b.parameter(hg.f32[2], 'x')\n"
+            "try:\n"
+            "    hg.compile(b.build(hg.ops.add(x, x)), backend='gone')\n"
+            "except hg.UnsupportedError as e:\n"
+            "    print(e)\n")
+    done = _child(code, PYTHONPATH=str(tmp_path))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.startswith(f"backend 'gone' cannot be used: PJRT plugin gone ({link}): "
+                                  f"its library cannot be read"), done.stdout
 
 
 def test_a_name_of_its_own(library):

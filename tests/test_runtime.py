@@ -1,12 +1,14 @@
 """Executables: calling convention, argument checks, the cache, the dispatch fast path."""
 from __future__ import annotations
 
+import dataclasses
+
 import ml_dtypes
 import numpy as np
 import pytest
 
 import hlogen as hg
-from hlogen import ops
+from hlogen import backends, ops
 from tests.helpers import BACKENDS, single_op
 
 
@@ -108,6 +110,28 @@ def test_executables_are_cached_by_module_and_backend():
     assert hg.compile(a) is hg.compile(b)  # same module text, same executable
     assert hg.compile(a, backend="cpu") is hg.compile(a)
     assert hg.compile(a, backend="interpret").backend == "interpret"
+
+
+def test_each_interpreter_declaration_prepares_the_module_its_own_way():
+    # a second declaration of the interpreter kind (hlogen.backends: adding a backend is
+    # one declaration) that refuses add: the module the first one prepared is not its
+    strict = backends.declare(dataclasses.replace(
+        backends.INTERPRET, name="interpret_without_add",
+        refuses={**backends.INTERPRET.refuses, "stablehlo.add": backends.Refusal("refused here")}))
+    try:
+        comp = _axpy()
+        np.testing.assert_array_equal(hg.compile(comp, backend="interpret")(2, X, Y), 2 * X + Y)
+        with pytest.raises(hg.UnsupportedError, match="cannot run stablehlo.add: refused here"):
+            hg.compile(comp, backend=strict)
+    finally:
+        del backends.BACKENDS[strict.name]
+
+
+def test_a_pjrt_declaration_cannot_say_it_hands_back_fewer_types():
+    # PJRT executables return their results as they are (jax's dispatch reads them): a
+    # `readable` would wrap results into carriers that nothing turns back
+    with pytest.raises(hg.InputError, match="readable"):
+        dataclasses.replace(backends.CPU, name="cpu_f32_only", readable=frozenset({"f32"}))
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

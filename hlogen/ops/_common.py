@@ -8,6 +8,7 @@ from hlogen import mlir
 from hlogen import types as T
 from hlogen.builder import Op, same_builder
 from hlogen.errors import ShapeError
+from hlogen.mlir import i64_array
 
 # Kind sets the op tables use, named as the spec names the types.
 PRED, SIGNED, UNSIGNED, FLOAT, COMPLEX = T.PRED, T.SIGNED, T.UNSIGNED, T.FLOAT, T.COMPLEX
@@ -144,23 +145,6 @@ def as_operand_list(op_name: str, arg: str, values) -> list[Op]:
 
 
 # -- attributes -------------------------------------------------------------------------
-
-_i64_arrays: dict = {}
-
-
-def i64_array(values) -> ir.Attribute:
-    key = tuple(values)
-    found = _i64_arrays.get(key)
-    if found is None:
-        if len(_i64_arrays) > 4096:  # attributes live in the context anyway; this is a shortcut
-            _i64_arrays.clear()
-        found = _i64_arrays[key] = ir.DenseI64ArrayAttr.get(list(key), context=mlir.context())
-    return found
-
-
-def int_attr(value: int, bits: int = 64) -> ir.Attribute:
-    return ir.IntegerAttr.get(ir.IntegerType.get_signless(bits, context=mlir.context()), value)
-
 
 # -- emission ---------------------------------------------------------------------------
 

@@ -26,8 +26,7 @@ def _checked(op_name: str, operand, feature_index, epsilon, **vectors) -> tuple:
                              f"dimension {feature_index} of operand {shape}), got {value.shape}")
     builder = same_builder(op_name, operand, *vectors.values())
     attributes = {"epsilon": ir.FloatAttr.get_f32(float(epsilon), context=mlir.context()),
-                  "feature_index": ir.IntegerAttr.get(
-                      ir.IntegerType.get_signless(64, context=mlir.context()), feature_index)}
+                  "feature_index": mlir.int_attr(feature_index)}
     return builder, shape, vector, attributes
 
 

@@ -24,7 +24,8 @@ from hlogen import mlir
 from hlogen import types as T
 from hlogen.builder import Builder, Op, same_builder, trace
 from hlogen.errors import ShapeError
-from hlogen.ops._common import array_operand, check_dimension, int_attr, int_list, same_element_type
+from hlogen.mlir import int_attr
+from hlogen.ops._common import array_operand, check_dimension, int_list, same_element_type
 from hlogen.ops.control import create_token
 from hlogen.ops.elementwise import add
 from hlogen.ops.tuples import leaves, tuple as make_tuple

@@ -8,7 +8,8 @@ from __future__ import annotations
 from hlogen import types as T
 from hlogen.builder import Op, same_builder, trace
 from hlogen.errors import ShapeError
-from hlogen.ops._common import array_operand, as_operand_list, dimension_list, i64_array
+from hlogen.mlir import i64_array
+from hlogen.ops._common import array_operand, as_operand_list, dimension_list
 from hlogen.ops.windows import window
 
 

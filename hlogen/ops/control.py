@@ -197,8 +197,7 @@ def composite_call(decomposition, *inputs, name, composite_attributes=None, vers
                                  "name": ir.StringAttr.get(name, context=ctx),
                                  "composite_attributes": _attributes(composite_attributes),
                                  "decomposition": ir.FlatSymbolRefAttr.get(symbol, context=ctx),
-                                 "version": ir.IntegerAttr.get(
-                                     ir.IntegerType.get_signless(32, context=ctx), version)})
+                                 "version": mlir.int_attr(version, 32)})
     outs = [Op(builder, r, s) for r, s in zip(operation.results, shapes)]
     return outs[0] if len(outs) == 1 else builtins.tuple(outs)
 
@@ -237,7 +236,7 @@ def _attribute(key, value) -> ir.Attribute:
         if not -2**63 <= int(value) < 2**63:
             raise ShapeError(f"composite_call: composite_attributes[{key!r}]={value} does not fit "
                              f"64 bits")
-        return ir.IntegerAttr.get(ir.IntegerType.get_signless(64, context=ctx), int(value))
+        return mlir.int_attr(int(value))
     if isinstance(value, (float, np.floating)):
         return ir.FloatAttr.get_f64(float(value), context=ctx)
     if isinstance(value, str):

@@ -17,7 +17,8 @@ from hlogen import mlir
 from hlogen import types as T
 from hlogen.builder import same_builder
 from hlogen.errors import ShapeError
-from hlogen.ops._common import ARITHMETIC, array_operand, check_kind, int_attr, int_list
+from hlogen.mlir import int_attr
+from hlogen.ops._common import ARITHMETIC, array_operand, check_kind, int_list
 from hlogen.ops.windows import window
 from hlogen.ops.movement import transpose
 

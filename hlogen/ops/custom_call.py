@@ -42,12 +42,6 @@ RESERVED_TARGETS = frozenset({
 RESERVED_PREFIXES = ("xla.sdy.", "local_xla.sdy.", "__onednn$", "__cudnn$", "__cublas$",
                      "__cpu$", "__gpu$", "__op$", "__triton")
 
-# Ops in whose regions XLA CPU runs a custom call (checked with jaxlib 0.10.2). In the
-# others it does not: a reduce body ends the process, a sort comparator fails to link;
-# the rest (reduce_window, scatter...) are refused without having been tried.
-_REGIONS_THAT_RUN_CUSTOM_CALLS = frozenset({"stablehlo.while", "stablehlo.case", "stablehlo.if",
-                                            "stablehlo.map"})
-
 
 def reserved_reason(name: str) -> str | None:
     """Why custom-call target `name` is refused (a name XLA handles itself), or None."""
@@ -57,25 +51,6 @@ def reserved_reason(name: str) -> str | None:
                 f"from what it expects); give your target another name")
     return None
 
-
-def pjrt_refusal(op) -> str | None:
-    """Why PJRT cannot run `op` (a stablehlo.custom_call of a parsed or built module), or None.
-
-    For hlogen.preflight: a reserved target name, or a place inside a region of an op
-    other than while, case, if and map.
-    """
-    reason = reserved_reason(ir.StringAttr(op.attributes["call_target_name"]).value)
-    if reason is not None:  # in a loaded module, most likely XLA's optimized HLO
-        return (f"target {reason} (XLA's optimized HLO holds such calls, made from other "
-                f"ops: the module XLA dumped before optimizations has those)")
-    parent = op.parent
-    while parent is not None and parent.name != "func.func":
-        if parent.name not in _REGIONS_THAT_RUN_CUSTOM_CALLS:
-            return (f"XLA CPU does not run a custom_call inside the computation of "
-                    f"{parent.name} (in a reduce body it ends the process); custom calls run "
-                    f"at the top level and in while, case, if and map bodies")
-        parent = parent.parent
-    return None
 
 _MAX_ATTRIBUTE_NESTING = 32  # MLIR prints and XLA converts nested dictionaries recursively
 
@@ -114,7 +89,7 @@ def custom_call(target_name, args, shape, *, builder=None, opaque=b"", has_side_
     ctx = mlir.context()
     attributes = {
         "call_target_name": ir.StringAttr.get(name, context=ctx),
-        "api_version": ir.IntegerAttr.get(ir.IntegerType.get_signless(32, context=ctx), version),
+        "api_version": mlir.int_attr(version, 32),
         "has_side_effect": ir.BoolAttr.get(side_effect, context=ctx),
         "backend_config": _backend_config(opaque, version),
         # row-major unless asked otherwise: the native code indexes C-order arrays

@@ -6,7 +6,8 @@ from jaxlib.mlir.dialects import stablehlo
 from hlogen import mlir
 from hlogen import types as T
 from hlogen.errors import ShapeError
-from hlogen.ops._common import COMPLEX, FLOAT, array_operand, i64_array, int_list
+from hlogen.mlir import i64_array
+from hlogen.ops._common import COMPLEX, FLOAT, array_operand, int_list
 
 _COMPLEX_OF = {"f32": T.c64, "f64": T.c128}
 _FFT_TYPES = ("FFT", "IFFT", "RFFT", "IRFFT")

@@ -20,8 +20,9 @@ from hlogen import mlir, semantics
 from hlogen import types as T
 from hlogen.builder import Op, same_builder, trace
 from hlogen.errors import ShapeError
+from hlogen.mlir import i64_array
 from hlogen.ops._common import (INTEGER, array_operand, as_operand_list, check_kind, flag,
-                                i64_array, int_list, sizes)
+                                int_list, sizes)
 
 # -- index conversion (hlogen.semantics, which rewrites loaded modules the same way) ------------
 

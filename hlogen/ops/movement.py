@@ -14,8 +14,9 @@ import math
 from hlogen import types as T
 from hlogen.builder import Op, same_builder
 from hlogen.errors import ShapeError
+from hlogen.mlir import i64_array, int_attr
 from hlogen.ops._common import (array_operand, as_operands, check_dimension, dimension_list,
-                                i64_array, int_attr, int_list, sizes)
+                                int_list, sizes)
 
 
 def _where(op_name, shape, **attributes) -> str:

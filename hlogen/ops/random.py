@@ -10,8 +10,8 @@ sizes or element types fail XLA's compilation.
 
 The reference interpreter implements none of these ops. It runs RngBitGenerator
 rewritten, bit for bit as XLA CPU generates it (hlogen.random_bits); RngUniform and
-RngNormal, whose state is XLA's, it refuses with an hg.UnsupportedError
-(preflight.UNSUPPORTED).
+RngNormal, whose state is XLA's, it refuses with an hg.UnsupportedError (its
+declaration in hlogen.backends).
 """
 from __future__ import annotations
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 from hlogen import types as T
 from hlogen.builder import Builder
 from hlogen.errors import ShapeError
+from hlogen.mlir import int_attr
 from hlogen.ops._common import (ARITHMETIC, array_operand, broadcast_in_dim as _emit_broadcast,
-                                check_dimension, describe_kinds, int_attr, int_list)
+                                check_dimension, describe_kinds, int_list)
 
 
 def iota(builder, shape, iota_dimension):

@@ -8,7 +8,8 @@ from hlogen import types as T
 from hlogen.builder import Op, same_builder, trace
 from hlogen.errors import ShapeError
 from hlogen.ops import elementwise, movement, shaping
-from hlogen.ops._common import COMPLEX, array_operand, as_operand_list, flag, int_attr
+from hlogen.mlir import int_attr
+from hlogen.ops._common import COMPLEX, array_operand, as_operand_list, flag
 
 
 def _normalized_dimension(op_name: str, dimension, shape: T.Shape) -> int:

@@ -6,7 +6,7 @@ import builtins
 from hlogen import types as T
 from hlogen.builder import Builder, Op, same_builder
 from hlogen.errors import ShapeError
-from hlogen.ops._common import int_attr
+from hlogen.mlir import int_attr
 
 
 def tuple(elements, builder=None):  # noqa: A001 - the spec's name

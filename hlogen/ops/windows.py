@@ -10,7 +10,8 @@ from jaxlib.mlir import ir
 
 from hlogen import mlir
 from hlogen.errors import ShapeError
-from hlogen.ops._common import i64_array, int_list
+from hlogen.mlir import i64_array
+from hlogen.ops._common import int_list
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""Execution: PJRT (pjrt.py), the reference interpreter (interpreter.py), host arrays."""
+"""Execution: PJRT (pjrt.py) and its plugins (plugins.py), the reference interpreter
+(interpreter.py), host arrays."""
 from __future__ import annotations
 
 from hlogen import backends

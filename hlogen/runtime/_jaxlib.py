@@ -1,4 +1,7 @@
-"""Every private jax/jaxlib import of hlogen, in one module (jax is pinned to 0.10.x).
+"""Every private jax/jaxlib import of hlogen, in one module (jax is pinned to 0.10.x),
+but for the MLIR layer's: hlogen.mlir, below the runtime, takes jaxlib's dialect registry
+and jax's inliner from `_jax_mlir_ext` (the StableHLO bindings' own functions, the
+interpreter and portable artifacts among them, are public: jaxlib.mlir.dialects.stablehlo).
 
 What is used, and why:
 - `xla_client` (CompileOptions, DeviceList): compiling StableHLO with the PJRT client;

@@ -3,7 +3,8 @@
 An entry is XLA's serialized executable (`Client.serialize_executable`), keyed by a
 digest of the user's module (before hlogen's pipeline, without locations: a hit skips
 the pipeline), a digest of hlogen's own code (which makes the pipeline), the compile
-options (replica count and devices), the jaxlib version, the backend and the device kind. jax's own
+options (replica count and devices, XLA options and XLA_FLAGS, a PJRT plugin's identity:
+_jaxlib.compile_options_key), the jaxlib version, the backend and the device kind. jax's own
 persistent compilation cache serves `jax.jit`'s lowering path; hlogen compiles
 StableHLO with the client directly, so it stores what that client serializes.
 

@@ -23,7 +23,6 @@ from hlogen.backends import Backend
 from hlogen.builder import Builder, Op
 from hlogen.computation import Computation
 from hlogen.ops import tuples
-from hlogen.ops._common import int_attr
 
 
 class Reading(enum.Enum):
@@ -61,9 +60,6 @@ class Prepared:
         self.computation = computation
         self.original_leaves = T.leaf_shapes(original_results)  # the user's result leaves
         self._read_leaf = read_leaf  # per original leaf: as _reading says
-        # one raw result per user result, read as it is
-        self.plain_results = not any(isinstance(s, T.TupleShape) for s in original_results) and \
-            all(r is Reading.AS_IS for r in read_leaf)
 
     def read_results(self, raw: list) -> list[np.ndarray]:
         """Raw backend results -> one numpy array per leaf of the original results."""
@@ -96,8 +92,8 @@ def prepare(computation: Computation, backend: Backend, num_replicas: int = 1,
     legal = passes.run(computation, "legalize")
     with mlir.context():  # what XLA reads the replica count from, besides its options
         attributes = legal.module.operation.attributes
-        attributes["mhlo.num_replicas"] = int_attr(num_replicas, 32)
-        attributes["mhlo.num_partitions"] = int_attr(num_partitions, 32)
+        attributes["mhlo.num_replicas"] = mlir.int_attr(num_replicas, 32)
+        attributes["mhlo.num_partitions"] = mlir.int_attr(num_partitions, 32)
     rewrites.rewrite_module(legal.module, backend.rewrites, num_replicas)
     read = [_reading(backend, leaf.element_type)
             for leaf in T.leaf_shapes(computation.result_shapes)]

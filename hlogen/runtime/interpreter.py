@@ -22,7 +22,6 @@ import time
 import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
-from jaxlib.mlir._mlir_libs import _stablehlo
 
 from hlogen import mlir
 from hlogen import types as T
@@ -71,7 +70,7 @@ class Interpreted:
                  for a, s in zip(flatten_arguments(self.computation, args), self._params)]
         with mlir.collected_diagnostics() as messages:
             try:
-                raw = _stablehlo.eval_module(self._module, attrs)
+                raw = stablehlo.eval_module(self._module, attrs)
             except Exception as e:
                 detail = "\n".join(messages) or str(e)
                 raise ExecutionError(f"{self.computation.name}: the reference interpreter "
@@ -85,7 +84,7 @@ class Interpreted:
 
 def _prepare_cached(computation: Computation, backend: Backend,
                     num_replicas: int) -> tuple[Prepared, ir.Module]:
-    key = (computation.fingerprint, num_replicas)
+    key = (computation.fingerprint, backend.name, num_replicas)  # (as pjrt's cache)
     found = _prepared.get(key)
     if found is None:
         # refuses what would abort it (the parallel runner's limits included)

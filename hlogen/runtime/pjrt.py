@@ -1,9 +1,10 @@
 """Compiling and running computations with jaxlib's PJRT client.
 
-Executables are cached in memory by the computation's fingerprint, the backend
-and the device. Calling one takes numpy arrays and returns numpy arrays; the
-first call with given argument types goes through Python (checks, device_put,
-execute), later ones through jax's C++ dispatch path (see _jaxlib.fast_path).
+Executables are cached in memory by the computation's fingerprint, the backend (and
+a plugin's identity), the devices and the XLA options. Calling one takes numpy arrays
+and returns numpy arrays; the first call with given argument types goes through Python
+(checks, device_put, execute), later ones through jax's C++ dispatch path (see
+_jaxlib.fast_path).
 """
 from __future__ import annotations
 

@@ -311,8 +311,13 @@ def _api_version(address: int | None, library: str, name: str) -> str:
 
 
 def _declare(found: Found, client, api_version: str) -> Backend:
+    try:
+        stat = os.stat(found.library)
+    except OSError as e:  # removed after it loaded, or a library dladdr cannot name ("")
+        raise UnsupportedError(f"{_which(found.name, found.library)}: its library cannot be read "
+                               f"({e.strerror}): hlogen keys a plugin's executables by that "
+                               f"file") from None
     devices = client.local_devices()
-    stat = os.stat(found.library)
     options = xla_options.fields(found.library)
     identity = {
         "library": found.library,

@@ -23,6 +23,8 @@ import mmap
 import os
 from collections.abc import Mapping
 
+import jaxlib  # the folder of its libraries (the package, loaded with its MLIR bindings: no jax)
+
 from hlogen.errors import InputError
 from hlogen.hlo import proto_fields
 
@@ -56,7 +58,6 @@ class Field:
 
 
 def _library_files() -> list[str]:
-    import jaxlib  # start-up: only its folder (jax itself is not started)
     folder = os.path.dirname(os.path.abspath(jaxlib.__file__))
     names = sorted(os.listdir(folder), key=lambda n: "jax_common" not in n)
     return [os.path.join(folder, n) for n in names if n.endswith((".so", ".dylib", ".pyd"))]
