@@ -104,7 +104,7 @@ def _beside_jaxlib_cpu(records: list, plans: dict, entries: list, jobs: int, tim
     if missing:
         aside = copy.deepcopy(entries)
 
-        def keep(record, done=None, total=None):
+        def keep(record):
             finish_record(record, plans.get(record["file"]), aside)
             cpu[(record["file"], record["module"])] = record
 
