@@ -134,6 +134,12 @@ def test_judging_rules():
     assert not ok("expect_close", {}, (three_ulp + 1).view(np.float32), one)
     assert ok("expect_close", {"max_ulp_difference": 0}, [-0.0], [0.0])
     assert not ok("expect_close", {"min_ulp_difference": 1}, one, one)  # at least 1 apart
+    # an infinity is no number of ULPs from a finite value (StableHLO's ULPDifference),
+    # not even from the largest, the next value in the type's order
+    big = np.finfo(np.float32).max
+    assert not ok("expect_close", {}, [np.float32(np.inf)], [big])
+    assert not ok("expect_close", {}, [big], [np.float32(np.inf)])
+    assert ok("expect_close", {}, [np.float32(-np.inf)], [np.float32(-np.inf)])
     assert ok("expect_almost_eq", {}, [1.0005], [1.0])  # the custom call: 1e-3
     assert not ok("expect_almost_eq", {}, [1.0005], [1.0], from_dialect=True)  # 1e-4
     assert ok("eq", {}, [1.00001], [1.0])

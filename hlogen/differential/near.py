@@ -11,9 +11,9 @@ xla/literal_comparison.cc), per element of arrays of one element type and shape:
 (XLA subtracts in the element type, which rounds the difference of types narrower than
 f32; hlogen subtracts in float64: a decision can differ only where a rounded difference
 crosses a bound.) Other modes: `ulp=N` (floats at most N units in the last place
-apart in the order of the type's values, where the largest finite value and infinity
-are 1 apart and -0 and +0 none; two NaNs match, a NaN and a number do not; with
-`min_ulp=M`, also at least M apart), `exact` (equal as numbers: -0 == +0, a NaN equal
+apart in the order of the type's values, -0 and +0 none; two NaNs match, a NaN and a
+number do not, an infinity matches only itself; with `min_ulp=M`, also at least M
+apart), `exact` (equal as numbers: -0 == +0, a NaN equal
 to nothing) and `bitwise` (every element's bits). StableHLO's check ops are three of
 these (hlogen.conformance.judge): `expect_eq` is `exact`, `expect_close` is `ulp` with
 `min_ulp`, `expect_almost_eq` is Near with rel 0.
@@ -142,6 +142,10 @@ def _isnan(a: np.ndarray) -> np.ndarray:
     return np.isnan(a.astype(np.float32) if a.dtype.itemsize < 4 else a)
 
 
+def _isinf(a: np.ndarray) -> np.ndarray:
+    return np.isinf(a.astype(np.float32) if a.dtype.itemsize < 4 else a)
+
+
 _UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 _HUGE = np.iinfo(np.int64).max
 
@@ -151,8 +155,9 @@ def _bits(a: np.ndarray) -> np.ndarray:
 
 
 def ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Units in the last place between floats of the same type (int64; NaN and NaN are 0
-    apart, NaN and a number as far as possible; -0 and +0 are 0 apart)."""
+    """Units in the last place between floats of the same type (int64; -0 and +0 are 0
+    apart; NaN and NaN 0 apart; NaN and a number, or an infinity and another value, as far
+    as possible: StableHLO's ULPDifference, which counts no ULPs to an infinity)."""
     ka, kb = _ordered(a), _ordered(b)
     opposite = (ka < 0) != (kb < 0)
     with np.errstate(over="ignore"):
@@ -161,8 +166,8 @@ def ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         wide = np.abs(ka).astype(np.float64) + np.abs(kb).astype(np.float64)
         d = np.where(opposite, np.minimum(wide, float(2 ** 62)).astype(np.int64), d)
     na, nb = _isnan(a), _isnan(b)
-    d = np.where(na & nb, 0, np.where(na | nb, _HUGE, d))
-    return d
+    far = na | nb | ((_isinf(a) | _isinf(b)) & (ka != kb))
+    return np.where(na & nb, 0, np.where(far, _HUGE, d))
 
 
 def _ordered(a: np.ndarray) -> np.ndarray:
