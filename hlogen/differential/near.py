@@ -8,15 +8,17 @@ xla/literal_comparison.cc), per element of arrays of one element type and shape:
   |a - e| > abs AND |a - e| / |e| > rel (the relative error is infinite where e == 0),
   so -0 matches +0;
 - complex numbers: the real and the imaginary parts each by the float rule.
-(XLA subtracts in the element type, which rounds the difference of types narrower than
-f32; hlogen subtracts in float64: a decision can differ only where a rounded difference
-crosses a bound.) Other modes: `ulp=N` (floats at most N units in the last place
-apart in the order of the type's values, -0 and +0 none; two NaNs match, a NaN and a
-number do not, an infinity matches only itself; with `min_ulp=M`, also at least M
-apart), `exact` (equal as numbers: -0 == +0, a NaN equal
-to nothing) and `bitwise` (every element's bits). StableHLO's check ops are three of
-these (hlogen.conformance.judge): `expect_eq` is `exact`, `expect_close` is `ulp` with
-`min_ulp`, `expect_almost_eq` is Near with rel 0.
+(XLA subtracts in the element type: below f64 the difference is rounded, and it can
+overflow to infinity, or be NaN in f8e8m0fnu, which has no negative values, and then
+never mismatch; hlogen subtracts in float64: a decision can differ only where XLA's
+rounded or overflowing difference crosses a bound, and in f8e8m0fnu.)
+Other modes: `ulp=N` (floats at most N units in the last place apart in the order of
+the type's values, -0 and +0 none; two NaNs match, a NaN and a number do not, an
+infinity matches only itself; with `min_ulp=M`, also at least M apart), `exact` (equal
+as numbers: -0 == +0, a NaN equal to nothing) and `bitwise` (every element's bits).
+StableHLO's check ops are three of these (hlogen.conformance.judge): `expect_eq` is
+`exact`, `expect_close` is `ulp` with `min_ulp`, `expect_almost_eq` is Near with rel 0
+(but for signs: see judge).
 """
 from __future__ import annotations
 
