@@ -152,6 +152,18 @@ def test_judging_rules():
     assert v.mask.tolist() == [True]
 
 
+def test_results_of_another_shape_are_no_difference_in_ulp(tmp_path):
+    """A known entry `when: ulp<=N` explains close values, never results of another
+    shape or type (which the rule cannot measure)."""
+    f = write_testdata(tmp_path / "add.mlir", "%2 = stablehlo.add %0, %0 : tensor<4xf32>",
+                       "[1.0, 2.0, 3.0, 4.0]", "[2.0, 4.0, 6.0, 8.0]", "expect_close")
+    case = module.load_case(f.read_text(), str(f), lift_constants=True)
+    for got in (np.zeros(3, np.float32), np.zeros(4, np.float64)):
+        record = runner.judge_results(case, [got, np.zeros(4, np.float32)])
+        assert record["status"] == "fail" and "shapes differ" in record["message"], record
+        assert not known.Entry("cpu", "close", "t", op="stablehlo.add", when="ulp<=3").explains(record)
+
+
 # -- runs through workers ---------------------------------------------------------------
 
 def test_wrong_expected_values_fail_on_both_backends(tmp_path):
