@@ -95,8 +95,8 @@ def _read_fields(descriptor: bytes) -> dict[str, Field]:
         if number == 4:
             fields_of = [(n, v) for n, _, v in proto_fields(value)]
             name = next(v for n, v in fields_of if n == 1).decode()
-            values = [dict(_scalars(v)) for n, v in fields_of if n == 2]
-            enums[name] = tuple((value[1].decode(), value.get(2, 0)) for value in values)
+            members = [dict(_scalars(v)) for n, v in fields_of if n == 2]
+            enums[name] = tuple((m[1].decode(), m.get(2, 0)) for m in members)
     found = {}
     for number, value in parts:
         if number != 2:  # fields are field 2 (FieldDescriptorProto)
