@@ -12,9 +12,10 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from jaxlib.mlir import ir
 
 import hlogen as hg
-from hlogen import conformance
+from hlogen import conformance, mlir, ops
 from hlogen.conformance import files, judge, known, module, runner, sample
 from hlogen_cli.main import main as cli
 
@@ -87,8 +88,6 @@ def test_run_lines_and_split_files():
 
 
 def test_constants_are_decoded_directly():
-    from jaxlib.mlir import ir
-    from hlogen import mlir
     src = """func.func @main() -> () {
   %a = stablehlo.constant dense<[0xFF80, -2.500000e+00, 0x7FC0]> : tensor<3xbf16>
   %b = stablehlo.constant dense<[(1.0, 2.0), (0x7FC00000, 3.0)]> : tensor<2xcomplex<f32>>
@@ -294,7 +293,6 @@ def test_first_divergence_names_the_op_where_a_subnormal_is_flushed():
     b = hg.Builder("chain")
     x = b.parameter(hg.f32[4], "x")
     y = b.parameter(hg.f32[4], "y")
-    from hlogen import ops
     normal = ops.add(y, y)                      # no subnormal: agrees
     scaled = ops.mul(x, b.constant(np.float32(2.0 ** 100)))  # XLA CPU flushes x to zero here
     out = ops.add(ops.exp(ops.neg(normal)), scaled)

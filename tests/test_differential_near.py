@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 import hlogen as hg
 from hlogen.differential import Tolerance, compare_arrays
 from hlogen.differential.near import judge
+from tests import ulp
 
 TOLERANCES = [Tolerance(), Tolerance(0, 0), Tolerance(0.1, 0), Tolerance(0, 0.1),
               Tolerance(1e-3, 0.5)]
@@ -238,7 +239,6 @@ def test_bad_tolerances_are_refused():
 
 
 def test_a_report_keeps_its_mask_and_the_largest_ulp_of_what_differs():
-    from tests import ulp
     one = np.float32(1)
     actual = np.array([one, np.nextafter(one, np.float32(2)), 2.0, np.nan, -0.0], np.float32)
     expected = np.array([one, one, 1.0, np.nan, 0.0], np.float32)
