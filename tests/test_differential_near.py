@@ -185,6 +185,20 @@ def test_integers_are_judged_exactly(pairs):
 
 # -- the report --------------------------------------------------------------------------------
 
+def test_errors_of_integers_beyond_float64s_integers_are_not_zero():
+    """|a - e| of 64-bit integers from Python's integers (float64 holds them to 2**53)."""
+    for dtype, pairs in [(np.int64, [(2**63 - 1, 2**63 - 2), (-2**63, 2**63 - 1), (5, 5)]),
+                         (np.uint64, [(2**64 - 1, 2**64 - 2), (0, 2**64 - 1), (7, 7)])]:
+        actual = np.array([a for a, _ in pairs], dtype)
+        expected = np.array([e for _, e in pairs], dtype)
+        _, abs_error, rel_error = judge(actual, expected, Tolerance())
+        assert abs_error.tolist() == [float(abs(a - e)) for a, e in pairs], dtype
+        assert rel_error.tolist() == pytest.approx([abs(a - e) / abs(e) for a, e in pairs])
+        report = compare_arrays(actual, expected)
+        assert report.differing == 2 and report.first[0].abs_error == 1.0
+        assert sum(report.histogram.values()) == 2, report.histogram
+
+
 def test_a_report_counts_shows_the_first_differences_with_the_inputs_there():
     x = np.array([[1, 100], [3, 50]], np.float32)
     actual = np.array([[1, 100], [3, 50]], np.float32)

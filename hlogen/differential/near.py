@@ -110,10 +110,13 @@ def _judge_real(actual, expected, tolerance: Tolerance):
 
 def _judge_flat(actual, expected, tolerance: Tolerance):
     et = T.element_type(actual.dtype)
-    a, e = actual.astype(np.float64), expected.astype(np.float64)
+    e = expected.astype(np.float64)
     with np.errstate(all="ignore"):
-        abs_error = np.subtract(a, e, out=a)
-        np.abs(abs_error, out=abs_error)
+        if et.kind == T.FLOAT:
+            abs_error = np.subtract(actual.astype(np.float64), e)
+            np.abs(abs_error, out=abs_error)
+        else:
+            abs_error = _integer_distance(actual, expected)
         rel_error = np.abs(e, out=e)
         np.divide(abs_error, rel_error, out=rel_error)
     rel_error[abs_error == 0] = 0.0  # (0 / 0: equal values)
@@ -138,6 +141,15 @@ def _judge_flat(actual, expected, tolerance: Tolerance):
     else:
         bad = (abs_error > tolerance.abs) & (rel_error > tolerance.rel)
     return bad, abs_error, rel_error
+
+
+def _integer_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """|a - b| of integers (or predicates) as float64: exact in uint64, then rounded, so
+    never 0 where they differ (float64 itself holds 64-bit integers only to 2**53)."""
+    wide = np.uint64 if a.dtype == np.uint64 else np.int64
+    a, b = a.astype(wide), b.astype(wide)
+    high, low = np.maximum(a, b).astype(np.uint64), np.minimum(a, b).astype(np.uint64)
+    return (high - low).astype(np.float64)  # (mod 2**64: the difference itself)
 
 
 def _isnan(a: np.ndarray) -> np.ndarray:
