@@ -12,12 +12,11 @@ import dataclasses
 import numpy as np
 from jaxlib.mlir import ir
 
+import hlogen as hg
 from hlogen import backends, mlir, passes, preflight
 from hlogen import types as T
 from hlogen.computation import Computation
-from hlogen.differential.compare import run_on
 from hlogen.differential.near import Tolerance, compare_arrays
-from hlogen.errors import HlogenError
 
 _SKIPPED = {"func.return", "stablehlo.constant"}  # constants are the same everywhere
 
@@ -61,12 +60,12 @@ def first_divergence(computation: Computation, inputs, backend: str = "cpu",
     is the one named (1e-39 and 0 are some 700000 ULP apart in f32), not the later op
     where the difference has grown past an absolute tolerance."""
     if not isinstance(computation, Computation):
-        raise HlogenError(f"first_divergence takes a Computation, got {type(computation).__name__}")
+        raise hg.HlogenError(f"first_divergence takes a Computation, got {type(computation).__name__}")
     probed, probes = _with_probes(computation)
     if not probes:
         return None
-    got = run_on(backend, probed, inputs)
-    want = run_on(reference, probed, inputs)
+    got = _run(probed, inputs, backend)
+    want = _run(probed, inputs, reference)
     where = computation.source or computation.name
     # each op by its own values: more than max_ulp apart, and more than rtol relative
     rule, relative = Tolerance(ulp=max_ulp), Tolerance(0, rtol) if rtol else None
@@ -88,8 +87,15 @@ def first_divergence(computation: Computation, inputs, backend: str = "cpu",
 
 
 def _shape(t) -> str:
-    shape = _try_shape(t)
-    return str(t if shape is None else shape)
+    try:
+        return str(mlir.shape_of_type(t))
+    except Exception:
+        return str(t)
+
+
+def _run(computation: Computation, inputs, backend: str) -> list:
+    out = hg.compile(computation, backend=backend)(*inputs)
+    return list(out) if isinstance(out, tuple) else [out]
 
 
 def _with_probes(computation: Computation):
