@@ -113,8 +113,8 @@ def _judge_flat(actual, expected, tolerance: Tolerance):
     e = expected.astype(np.float64)
     with np.errstate(all="ignore"):
         if et.kind == T.FLOAT:
-            abs_error = np.subtract(actual.astype(np.float64), e)
-            np.abs(abs_error, out=abs_error)
+            abs_error = actual.astype(np.float64)
+            np.abs(np.subtract(abs_error, e, out=abs_error), out=abs_error)
         else:
             abs_error = _integer_distance(actual, expected)
         rel_error = np.abs(e, out=e)
