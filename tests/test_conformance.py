@@ -12,9 +12,10 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from jaxlib.mlir import ir
 
 import hlogen as hg
-from hlogen import conformance
+from hlogen import conformance, mlir, ops
 from hlogen.conformance import files, judge, known, module, runner, sample
 from hlogen_cli.main import main as cli
 
@@ -87,8 +88,6 @@ def test_run_lines_and_split_files():
 
 
 def test_constants_are_decoded_directly():
-    from jaxlib.mlir import ir
-    from hlogen import mlir
     src = """func.func @main() -> () {
   %a = stablehlo.constant dense<[0xFF80, -2.500000e+00, 0x7FC0]> : tensor<3xbf16>
   %b = stablehlo.constant dense<[(1.0, 2.0), (0x7FC00000, 3.0)]> : tensor<2xcomplex<f32>>
@@ -134,6 +133,12 @@ def test_judging_rules():
     assert not ok("expect_close", {}, (three_ulp + 1).view(np.float32), one)
     assert ok("expect_close", {"max_ulp_difference": 0}, [-0.0], [0.0])
     assert not ok("expect_close", {"min_ulp_difference": 1}, one, one)  # at least 1 apart
+    # an infinity is no number of ULPs from a finite value (StableHLO's ULPDifference),
+    # not even from the largest, the next value in the type's order
+    big = np.finfo(np.float32).max
+    assert not ok("expect_close", {}, [np.float32(np.inf)], [big])
+    assert not ok("expect_close", {}, [big], [np.float32(np.inf)])
+    assert ok("expect_close", {}, [np.float32(-np.inf)], [np.float32(-np.inf)])
     assert ok("expect_almost_eq", {}, [1.0005], [1.0])  # the custom call: 1e-3
     assert not ok("expect_almost_eq", {}, [1.0005], [1.0], from_dialect=True)  # 1e-4
     assert ok("eq", {}, [1.00001], [1.0])
@@ -144,6 +149,18 @@ def test_judging_rules():
     assert not v.ok and v.first[0].index == (0,)
     assert judge.describe(v).startswith("1 of 1 elements differ first at [0]: got (1+2j)")
     assert v.mask.tolist() == [True]
+
+
+def test_results_of_another_shape_are_no_difference_in_ulp(tmp_path):
+    """A known entry `when: ulp<=N` explains close values, never results of another
+    shape or type (which the rule cannot measure)."""
+    f = write_testdata(tmp_path / "add.mlir", "%2 = stablehlo.add %0, %0 : tensor<4xf32>",
+                       "[1.0, 2.0, 3.0, 4.0]", "[2.0, 4.0, 6.0, 8.0]", "expect_close")
+    case = module.load_case(f.read_text(), str(f), lift_constants=True)
+    for got in (np.zeros(3, np.float32), np.zeros(4, np.float64)):
+        record = runner.judge_results(case, [got, np.zeros(4, np.float32)])
+        assert record["status"] == "fail" and "shapes differ" in record["message"], record
+        assert not known.Entry("cpu", "close", "t", op="stablehlo.add", when="ulp<=3").explains(record)
 
 
 # -- runs through workers ---------------------------------------------------------------
@@ -276,7 +293,6 @@ def test_first_divergence_names_the_op_where_a_subnormal_is_flushed():
     b = hg.Builder("chain")
     x = b.parameter(hg.f32[4], "x")
     y = b.parameter(hg.f32[4], "y")
-    from hlogen import ops
     normal = ops.add(y, y)                      # no subnormal: agrees
     scaled = ops.mul(x, b.constant(np.float32(2.0 ** 100)))  # XLA CPU flushes x to zero here
     out = ops.add(ops.exp(ops.neg(normal)), scaled)

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 import hlogen as hg
 from hlogen.differential import Tolerance, compare_arrays
 from hlogen.differential.near import judge
+from tests import ulp
 
 TOLERANCES = [Tolerance(), Tolerance(0, 0), Tolerance(0.1, 0), Tolerance(0, 0.1),
               Tolerance(1e-3, 0.5)]
@@ -53,26 +54,15 @@ def values_of(dtype) -> list:
     return sorted(set(wide[np.isfinite(wide)].tolist()))
 
 
-def ordered_values(dtype) -> list:
-    """The values of a narrow type in order, its infinities (where it has them) at the
-    ends: the order ULPs count in."""
-    with np.errstate(invalid="ignore", over="ignore"):
-        has_inf = bool(np.isinf(np.array(np.inf).astype(dtype).astype(np.float64)))
-    ends = [-math.inf] * has_inf, [math.inf] * has_inf
-    return ends[0] + values_of(dtype) + ends[1]
-
-
 def ulps_apart(a, e, dtype, table) -> int:
-    """Units in the last place between two values that are not NaN: positions in the
-    type's ordered values (a table for narrow types; nextafter steps for f32/f64, which
-    step from the largest finite value to infinity too)."""
+    """Units in the last place between two finite values: positions in the type's
+    ordered values (a table for narrow types; nextafter steps for f32/f64)."""
     if table is not None:
         return abs(table.index(float(a)) - table.index(float(e)))
     lo, hi = sorted((dtype(a), dtype(e)))
     steps = 0
     while lo < hi and steps <= 4:
-        with np.errstate(over="ignore"):  # (the largest finite value steps to infinity)
-            lo = np.nextafter(lo, dtype(np.inf))
+        lo = np.nextafter(lo, dtype(np.inf))
         steps += 1
     return steps
 
@@ -88,6 +78,8 @@ def real_mismatch(a, e, tol: Tolerance, dtype, table) -> bool:
     if tol.ulp is not None:
         if math.isnan(fa) or math.isnan(fe):
             return not (math.isnan(fa) and math.isnan(fe)) or tol.min_ulp > 0
+        if (math.isinf(fa) or math.isinf(fe)) and fa != fe:
+            return True  # no number of ULPs reaches an infinity (StableHLO's ULPDifference)
         distance = 0 if same_bits else ulps_apart(a, e, dtype, table)
         return distance > tol.ulp or distance < tol.min_ulp
     return xla_mismatch(a, e, tol, same_bits)
@@ -97,7 +89,7 @@ def expected_mask(actual, expected, tol: Tolerance) -> list:
     et = hg.element_type(actual.dtype)
     out = []
     real = et.component if et.kind == "complex" else et
-    table = ordered_values(real.dtype) if real.kind == "float" and real.bits <= 16 else None
+    table = values_of(real.dtype) if real.kind == "float" and real.bits <= 16 else None
     for a, e in zip(actual.reshape(-1), expected.reshape(-1)):
         if et.kind in ("pred", "signed", "unsigned"):
             out.append(bool(a != e))
@@ -193,6 +185,20 @@ def test_integers_are_judged_exactly(pairs):
 
 # -- the report --------------------------------------------------------------------------------
 
+def test_errors_of_integers_beyond_float64s_integers_are_not_zero():
+    """|a - e| of 64-bit integers from Python's integers (float64 holds them to 2**53)."""
+    for dtype, pairs in [(np.int64, [(2**63 - 1, 2**63 - 2), (-2**63, 2**63 - 1), (5, 5)]),
+                         (np.uint64, [(2**64 - 1, 2**64 - 2), (0, 2**64 - 1), (7, 7)])]:
+        actual = np.array([a for a, _ in pairs], dtype)
+        expected = np.array([e for _, e in pairs], dtype)
+        _, abs_error, rel_error = judge(actual, expected, Tolerance())
+        assert abs_error.tolist() == [float(abs(a - e)) for a, e in pairs], dtype
+        assert rel_error.tolist() == pytest.approx([abs(a - e) / abs(e) for a, e in pairs])
+        report = compare_arrays(actual, expected)
+        assert report.differing == 2 and report.first[0].abs_error == 1.0
+        assert sum(report.histogram.values()) == 2, report.histogram
+
+
 def test_a_report_counts_shows_the_first_differences_with_the_inputs_there():
     x = np.array([[1, 100], [3, 50]], np.float32)
     actual = np.array([[1, 100], [3, 50]], np.float32)
@@ -247,7 +253,6 @@ def test_bad_tolerances_are_refused():
 
 
 def test_a_report_keeps_its_mask_and_the_largest_ulp_of_what_differs():
-    from tests import ulp
     one = np.float32(1)
     actual = np.array([one, np.nextafter(one, np.float32(2)), 2.0, np.nan, -0.0], np.float32)
     expected = np.array([one, one, 1.0, np.nan, 0.0], np.float32)

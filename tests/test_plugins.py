@@ -303,3 +303,20 @@ def test_probed_in_a_child_process(library):
     assert identity["library"] == library and identity["pjrt_c_api"] == \
         backends.get(NAME).identity["pjrt_c_api"]
     assert "probed" not in backends.BACKENDS  # this process loaded nothing
+
+
+def test_a_failure_is_set_beside_jaxlib_s_cpu_under_the_same_xla_options(plugin, tmp_path):
+    """`hlogen check --xla-flag` compiles the cpu run that a plugin's failure is set beside
+    with the same options: log(exp(100)) expected 100 (algsimp's rewrite) fails on both
+    backends without algsimp."""
+    from tests.test_conformance import write_testdata
+    path = write_testdata(tmp_path / "log_exp.mlir",
+                          "%9 = stablehlo.exponential %0 : tensor<4xf32>\n"
+                          "    %2 = stablehlo.log %9 : tensor<4xf32>",
+                          "[1.0, 100.0, 2.0, 3.0]", "[1.0, 100.0, 2.0, 3.0]", "expect_close")
+    assert conformance.run([str(path)], [NAME], jobs=1).records[0]["status"] == "pass"
+    run = conformance.run([str(path)], [NAME], jobs=1,
+                          xla_options=(("xla_disable_hlo_passes", "algsimp"),))
+    (record,) = run.records
+    assert record["status"] == "fail", record
+    assert record["message"].endswith("(jaxlib's cpu fails it too: fail)"), record["message"]

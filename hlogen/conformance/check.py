@@ -65,11 +65,12 @@ def run(paths, backends, jobs: int | None = None, timeout: float = 120.0, known_
     for path in known_lists:
         entries += known.load(path)
     tasks, plans = tasks_for(paths, list(backends))
+    options = [list(o) for o in xla_options]  # (as JSON carries them to the workers)
     for t in tasks:
         if explain:
             t["explain"] = compiles(t["backend"])
-        if xla_options and compiles(t["backend"]):
-            t["xla_options"] = [list(o) for o in xla_options]
+        if options and compiles(t["backend"]):
+            t["xla_options"] = options
     records: list = []
     start = time.perf_counter()
 
@@ -85,16 +86,17 @@ def run(paths, backends, jobs: int | None = None, timeout: float = 120.0, known_
         raise ExecutionError(str(e)) from None
     order = {(t["file"], t["module"], t["backend"]): i for i, t in enumerate(tasks)}
     records.sort(key=lambda r: order.get((r["file"], r["module"], r["backend"]), 1 << 30))
-    _beside_jaxlib_cpu(records, plans, entries, jobs, timeout, batch)
+    _beside_jaxlib_cpu(records, plans, entries, jobs, timeout, batch, options)
     return Run(records, list(backends), time.perf_counter() - start, jobs, entries)
 
 
 def _beside_jaxlib_cpu(records: list, plans: dict, entries: list, jobs: int, timeout: float,
-                       batch: int) -> None:
+                       batch: int, xla_options: list) -> None:
     """Each failure of a PJRT plugin says whether jaxlib's own cpu fails the module too
     (then a known XLA deviation is known on the plugin as well) or only the plugin does.
-    cpu's records come from this run, or from running cpu on those modules now (judged
-    against a copy of the known-deviation list: they are not this run's)."""
+    cpu's records come from this run, or from running cpu on those modules now, with the
+    run's XLA options (judged against a copy of the known-deviation list: they are not
+    this run's)."""
     failures = [r for r in records
                 if r["status"] in FAILING and declared.get(r["backend"]).identity]
     if not failures:
@@ -104,11 +106,12 @@ def _beside_jaxlib_cpu(records: list, plans: dict, entries: list, jobs: int, tim
     if missing:
         aside = copy.deepcopy(entries)
 
-        def keep(record, done=None, total=None):
+        def keep(record):
             finish_record(record, plans.get(record["file"]), aside)
             cpu[(record["file"], record["module"])] = record
 
-        pool.run_tasks([{"file": f, "module": m, "backend": declared.CPU.name} for f, m in missing],
+        pool.run_tasks([{"file": f, "module": m, "backend": declared.CPU.name,
+                         "xla_options": xla_options} for f, m in missing],
                        jobs, timeout, keep, batch=batch)
     for r in failures:
         twin = cpu.get((r["file"], r["module"]))

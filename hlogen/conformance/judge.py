@@ -10,6 +10,10 @@ array comparison of hlogen (this module is only the table from a check to its ru
 - `@check.eq` (older testdata): exact for integers, 1e-4 for floats (Near compares
   integers exactly whatever its bounds).
 Complex values are judged per component; integers and predicates exactly in every rule.
+StableHLO's `expect_almost_eq` (and `eq`) also fails two values of opposite signs within
+the tolerance (its areApproximatelyEqual); hlogen does not: noise around zero is no
+failure here (on StableHLO's files that rule would fail a triangular_solve module on cpu
+and six fft modules on the interpreter, by -3e-8 and -1e-15 against 0).
 """
 from __future__ import annotations
 

@@ -3,10 +3,10 @@
 Each worker slot is a thread that owns one worker process (a hlogen.native.Worker
 running hlogen.conformance.worker), which imports what this installation holds whatever
 the current folder has (a clone named hlogen/, a numpy.py): started with `python -c`,
-which puts that folder first on sys.path, it takes it off before importing anything. A worker that dies (a native
-abort: SIGABRT, SIGSEGV, ...) or passes the time limit is recorded against the task it
-was running, with the signal and the last lines it wrote to stderr, and replaced by a
-fresh one; the run goes on. The workers end with the run: killed when the caller is
+which puts that folder first on sys.path, it takes it off before importing anything. A
+worker that dies (a native abort: SIGABRT, SIGSEGV, ...) or passes the time limit is
+recorded against the task it was running, with the signal and the last lines it wrote
+to stderr, and replaced by a fresh one; the run goes on. The workers end with the run: killed when the caller is
 interrupted (a signal, an exception), and by the kernel when the caller's process dies
 (hlogen.native.end_with_parent).
 """

@@ -224,7 +224,7 @@ def judge_results(case: Case, results: list) -> dict:
         if verdict.ok:
             continue
         failures.append(f"check {k + 1} of {n} (@check.{check.call}): {judge.describe(verdict)}")
-        traits["max_ulp"] = max(traits["max_ulp"], verdict.max_ulp or _HUGE_IF_NOT_FLOAT(got))
+        traits["max_ulp"] = max(traits["max_ulp"], _ulp_of(verdict, got))
         if verdict.mask is not None:
             traits["subnormal_only"] &= _explained_by_subnormals(verdict.mask, got, want,
                                                                  case.arguments)
@@ -238,8 +238,12 @@ def judge_results(case: Case, results: list) -> dict:
     return {"status": "fail", "message": "; ".join(failures), "traits": traits}
 
 
-def _HUGE_IF_NOT_FLOAT(a) -> int:
-    return 0 if T.element_type(np.asarray(a).dtype).kind in (T.FLOAT, T.COMPLEX) else 2 ** 62
+def _ulp_of(verdict, got) -> int:
+    """A failed check's largest distance in ULP; as far as can be where ULPs measure
+    nothing (integers, predicates, results of another shape or type)."""
+    measured = verdict.problem is None and \
+        T.element_type(np.asarray(got).dtype).kind in (T.FLOAT, T.COMPLEX)
+    return verdict.max_ulp if measured else 2 ** 62
 
 
 def _subnormal(a: np.ndarray) -> np.ndarray:

@@ -9,7 +9,6 @@ at stderr, so that whatever native code prints cannot corrupt an answer.
 from __future__ import annotations
 
 import json
-import os
 import sys
 
 from hlogen import native
@@ -39,8 +38,3 @@ def main() -> None:
             message = f"runner error: {type(e).__name__}: {e}"
             answer = {"records": [{**t, "status": "error", "message": message} for t in items]}
         answers.write(json.dumps(answer, default=str) + "\n")
-
-
-if __name__ == "__main__":
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    main(os.getppid())

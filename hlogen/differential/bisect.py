@@ -177,20 +177,20 @@ def bisect(computation: Computation, inputs=None, test=backends.CPU.name,
     want = reference_side.run(reference_side.module(computation), args)
     log = passes_that_ran(module, test_side.backend, test_side.xla_options, seconds)
     notes = []
-
-    def diverges(disabled) -> bool:
-        options = options_disabling(disabled, test_side.xla_options)
-        try:
-            got = runner.run(options)
-        except ExecutionError as e:  # counted as not removing it (the search's safe side)
-            if not disabled:  # the module does not run on the test side at all
-                raise
-            notes.append(f"with {options_of.text(options)} the test side fails: {e}")
-            return True
-        return len(got) != len(want) or \
-            not all(compare_arrays(g, w, tolerance).ok for g, w in zip(got, want))
-
     with IsolatedRunner(test_side.backend, module, args, seconds) as runner:
+
+        def diverges(disabled) -> bool:
+            options = options_disabling(disabled, test_side.xla_options)
+            try:
+                got = runner.run(options)
+            except ExecutionError as e:  # counted as not removing it (the search's safe side)
+                if not disabled:  # the module does not run on the test side at all
+                    raise
+                notes.append(f"with {options_of.text(options)} the test side fails: {e}")
+                return True
+            return len(got) != len(want) or \
+                not all(compare_arrays(g, w, tolerance).ok for g, w in zip(got, want))
+
         found = search(log.passes, diverges, log.pipelines)
     found.test, found.reference, found.notes = test_side.label, reference_side.label, notes
     if found.stage in ("hlo-pass", "hlo-passes", "pipeline"):

@@ -43,9 +43,6 @@ class PassLog:
     pipelines: dict  # name -> passes, in order, each once
     runs: list       # (pipeline, pass) of every run, in order
 
-    def to_json(self) -> dict:
-        return {"passes": self.passes, "pipelines": self.pipelines, "runs": len(self.runs)}
-
 
 def parse_log(text: str) -> PassLog:
     """The PassLog of XLA's log lines (other lines are ignored)."""

@@ -8,15 +8,17 @@ xla/literal_comparison.cc), per element of arrays of one element type and shape:
   |a - e| > abs AND |a - e| / |e| > rel (the relative error is infinite where e == 0),
   so -0 matches +0;
 - complex numbers: the real and the imaginary parts each by the float rule.
-(XLA subtracts in the element type, which rounds the difference of types narrower than
-f32; hlogen subtracts in float64: a decision can differ only where a rounded difference
-crosses a bound.) Other modes: `ulp=N` (floats at most N units in the last place
-apart in the order of the type's values, where the largest finite value and infinity
-are 1 apart and -0 and +0 none; two NaNs match, a NaN and a number do not; with
-`min_ulp=M`, also at least M apart), `exact` (equal as numbers: -0 == +0, a NaN equal
-to nothing) and `bitwise` (every element's bits). StableHLO's check ops are three of
-these (hlogen.conformance.judge): `expect_eq` is `exact`, `expect_close` is `ulp` with
-`min_ulp`, `expect_almost_eq` is Near with rel 0.
+(XLA subtracts in the element type: below f64 the difference is rounded, and it can
+overflow to infinity, or be NaN in f8e8m0fnu, which has no negative values, and then
+never mismatch; hlogen subtracts in float64: a decision can differ only where XLA's
+rounded or overflowing difference crosses a bound, and in f8e8m0fnu.)
+Other modes: `ulp=N` (floats at most N units in the last place apart in the order of
+the type's values, -0 and +0 none; two NaNs match, a NaN and a number do not, an
+infinity matches only itself; with `min_ulp=M`, also at least M apart), `exact` (equal
+as numbers: -0 == +0, a NaN equal to nothing) and `bitwise` (every element's bits).
+StableHLO's check ops are three of these (hlogen.conformance.judge): `expect_eq` is
+`exact`, `expect_close` is `ulp` with `min_ulp`, `expect_almost_eq` is Near with rel 0
+(but for signs: see judge).
 """
 from __future__ import annotations
 
@@ -108,10 +110,13 @@ def _judge_real(actual, expected, tolerance: Tolerance):
 
 def _judge_flat(actual, expected, tolerance: Tolerance):
     et = T.element_type(actual.dtype)
-    a, e = actual.astype(np.float64), expected.astype(np.float64)
+    e = expected.astype(np.float64)
     with np.errstate(all="ignore"):
-        abs_error = np.subtract(a, e, out=a)
-        np.abs(abs_error, out=abs_error)
+        if et.kind == T.FLOAT:
+            abs_error = actual.astype(np.float64)
+            np.abs(np.subtract(abs_error, e, out=abs_error), out=abs_error)
+        else:
+            abs_error = _integer_distance(actual, expected)
         rel_error = np.abs(e, out=e)
         np.divide(abs_error, rel_error, out=rel_error)
     rel_error[abs_error == 0] = 0.0  # (0 / 0: equal values)
@@ -138,8 +143,21 @@ def _judge_flat(actual, expected, tolerance: Tolerance):
     return bad, abs_error, rel_error
 
 
+def _integer_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """|a - b| of integers (or predicates) as float64: exact in uint64, then rounded, so
+    never 0 where they differ (float64 itself holds 64-bit integers only to 2**53)."""
+    wide = np.uint64 if a.dtype == np.uint64 else np.int64
+    a, b = a.astype(wide), b.astype(wide)
+    high, low = np.maximum(a, b).astype(np.uint64), np.minimum(a, b).astype(np.uint64)
+    return (high - low).astype(np.float64)  # (mod 2**64: the difference itself)
+
+
 def _isnan(a: np.ndarray) -> np.ndarray:
     return np.isnan(a.astype(np.float32) if a.dtype.itemsize < 4 else a)
+
+
+def _isinf(a: np.ndarray) -> np.ndarray:
+    return np.isinf(a.astype(np.float32) if a.dtype.itemsize < 4 else a)
 
 
 _UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
@@ -151,8 +169,9 @@ def _bits(a: np.ndarray) -> np.ndarray:
 
 
 def ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Units in the last place between floats of the same type (int64; NaN and NaN are 0
-    apart, NaN and a number as far as possible; -0 and +0 are 0 apart)."""
+    """Units in the last place between floats of the same type (int64; -0 and +0 are 0
+    apart; NaN and NaN 0 apart; NaN and a number, or an infinity and another value, as far
+    as possible: StableHLO's ULPDifference, which counts no ULPs to an infinity)."""
     ka, kb = _ordered(a), _ordered(b)
     opposite = (ka < 0) != (kb < 0)
     with np.errstate(over="ignore"):
@@ -161,8 +180,8 @@ def ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         wide = np.abs(ka).astype(np.float64) + np.abs(kb).astype(np.float64)
         d = np.where(opposite, np.minimum(wide, float(2 ** 62)).astype(np.int64), d)
     na, nb = _isnan(a), _isnan(b)
-    d = np.where(na & nb, 0, np.where(na | nb, _HUGE, d))
-    return d
+    far = na | nb | ((_isinf(a) | _isinf(b)) & (ka != kb))
+    return np.where(na & nb, 0, np.where(far, _HUGE, d))
 
 
 def _ordered(a: np.ndarray) -> np.ndarray:

@@ -96,8 +96,8 @@ def _read_fields(descriptor: bytes) -> dict[str, Field]:
         if number == 4:
             fields_of = [(n, v) for n, _, v in proto_fields(value)]
             name = next(v for n, v in fields_of if n == 1).decode()
-            values = [dict(_scalars(v)) for n, v in fields_of if n == 2]
-            enums[name] = tuple((value[1].decode(), value.get(2, 0)) for value in values)
+            members = [dict(_scalars(v)) for n, v in fields_of if n == 2]
+            enums[name] = tuple((m[1].decode(), m.get(2, 0)) for m in members)
     found = {}
     for number, value in parts:
         if number != 2:  # fields are field 2 (FieldDescriptorProto)
@@ -126,7 +126,7 @@ def fields(library: str | None = None) -> dict[str, Field]:
 
 
 def parse(text: str) -> tuple[str, str]:
-    """(name, value) of "NAME=VALUE" (a leading "--", as in XLA_FLAGS, is dropped)."""
+    """(name, value) of "NAME=VALUE"."""
     name, sep, value = str(text).partition("=")
     if not sep or not name.strip():
         raise InputError(f"an XLA option is NAME=VALUE (e.g. xla_disable_hlo_passes=algsimp), "
@@ -135,10 +135,11 @@ def parse(text: str) -> tuple[str, str]:
 
 
 def check(options, library: str | None = None) -> tuple:
-    """`options` (a dict, (name, value) pairs or "NAME=VALUE" strings; None for none) as
-    sorted (name, typed value) pairs, ready for `CompileOptions.env_option_overrides`.
-    An unknown name or a value of the wrong type is an InputError. `library`: the XLA
-    that takes them (a PJRT plugin's library; None: jaxlib's)."""
+    """`options` (a dict, (name, value) pairs or "NAME=VALUE" strings; None for none; a
+    name's leading "--", as in XLA_FLAGS, is dropped) as sorted (name, typed value)
+    pairs, ready for `CompileOptions.env_option_overrides`. An unknown name or a value
+    of the wrong type is an InputError. `library`: the XLA that takes them (a PJRT
+    plugin's library; None: jaxlib's)."""
     if options is None:
         return ()
     if isinstance(options, str):
