@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -281,6 +282,12 @@ def test_element_types_and_shapes():
     assert xc.dtype_to_etype(np.float32) == xc.PrimitiveType.F32
     assert xc.dtype_to_etype(np.dtype("bool")) == xc.PrimitiveType.PRED
     assert xc.dtype_to_etype(xc.bfloat16) == xc.PrimitiveType.BF16
+    # the removed module's names of ml_dtypes' types (old test code imports them)
+    for name, etype in (("float8_e4m3fn", "F8E4M3FN"), ("float8_e4m3fnuz", "F8E4M3FNUZ"),
+                        ("float8_e4m3b11fnuz", "F8E4M3B11FNUZ"), ("float8_e5m2", "F8E5M2"),
+                        ("float8_e5m2fnuz", "F8E5M2FNUZ")):
+        assert getattr(xc, name) is getattr(ml_dtypes, name)
+        assert xc.dtype_to_etype(getattr(xc, name)) == getattr(xc.PrimitiveType, etype)
     assert xc.XLA_ELEMENT_TYPE_TO_DTYPE[xc.PrimitiveType.S8] == np.dtype(np.int8)
     assert xc.XLA_ELEMENT_TYPE_TO_DTYPE[xc.PrimitiveType.TUPLE] == np.dtype(object)
     assert xc.DTYPE_TO_XLA_ELEMENT_TYPE["complex128"] == xc.PrimitiveType.C128

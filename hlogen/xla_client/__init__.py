@@ -49,7 +49,10 @@ PrecisionConfig_Precision = PrecisionConfig.Precision
 Executable = LoadedExecutable
 bfloat16 = ml_dtypes.bfloat16
 float8_e4m3fn = ml_dtypes.float8_e4m3fn
+float8_e4m3fnuz = ml_dtypes.float8_e4m3fnuz
+float8_e4m3b11fnuz = ml_dtypes.float8_e4m3b11fnuz
 float8_e5m2 = ml_dtypes.float8_e5m2
+float8_e5m2fnuz = ml_dtypes.float8_e5m2fnuz
 
 # `xla_client._xla` was the extension module; code reached the builder through it
 # (autodidax: `xe = xc._xla; xops = xc._xla.ops`)
@@ -73,5 +76,6 @@ __all__ = [
     "window_padding_type_to_pad_values", "Buffer", "Client", "CompileOptions", "Device",
     "DeviceAssignment", "ExecutableBuildOptions", "Executable", "LoadedExecutable",
     "XlaRuntimeError", "execute_with_python_values", "execute_with_python_values_replicated",
-    "get_local_backend", "make_cpu_client", "bfloat16", "float8_e4m3fn", "float8_e5m2",
+    "get_local_backend", "make_cpu_client", "bfloat16", "float8_e4m3fn", "float8_e4m3fnuz",
+    "float8_e4m3b11fnuz", "float8_e5m2", "float8_e5m2fnuz",
 ]
