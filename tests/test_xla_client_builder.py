@@ -304,6 +304,7 @@ def test_type_names_are_there_for_annotations():
                  "ExecutableBuildOptions", "DeviceAssignment", "OpSharding", "HloSharding",
                  "FftType", "PrecisionConfig", "PaddingConfig", "PaddingType", "OpMetadata",
                  "ConvolutionDimensionNumbers", "DotDimensionNumbers", "GatherDimensionNumbers",
-                 "ScatterDimensionNumbers", "ReplicaGroup", "ChannelHandle", "XlaRuntimeError"):
+                 "ScatterDimensionNumbers", "ReplicaGroup", "ChannelHandle", "XlaRuntimeError",
+                 "HostBufferSemantics"):
         assert isinstance(getattr(xc, name), type), name
     assert xc._xla.XlaBuilder is xc.XlaBuilder and xc._xla.ops is xops

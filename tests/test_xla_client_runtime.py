@@ -61,6 +61,9 @@ def test_buffers():
     np.testing.assert_array_equal(np.asarray(buf.block_until_ready()), a)
     moved = buf.copy_to_device(BACKEND.local_devices()[2])
     assert moved.device().id == 2 and moved.on_device_size_in_bytes() == 48
+    for semantics in xc.HostBufferSemantics.__members__.values():  # the old argument, taken
+        copied = BACKEND.buffer_from_pyval(a, host_buffer_semantics=semantics)
+        np.testing.assert_array_equal(copied.to_py(), a)
     big_endian = np.arange(3, dtype=">f4")
     np.testing.assert_array_equal(BACKEND.buffer_from_pyval(big_endian).to_py(), [0, 1, 2])
     buf.delete()

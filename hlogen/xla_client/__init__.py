@@ -44,6 +44,7 @@ from hlogen.runtime._jaxlib import xla_client as _jaxlib_xla_client
 
 # names the removed module had for the same things
 HloSharding = _jaxlib_xla_client.HloSharding
+HostBufferSemantics = _jaxlib_xla_client.HostBufferSemantics  # buffer_from_pyval's argument
 OpSharding_Type = OpSharding.Type
 PrecisionConfig_Precision = PrecisionConfig.Precision
 Executable = LoadedExecutable
@@ -71,8 +72,9 @@ __all__ = [
     "CurrentSourceInfoMetadata", "DotDimensionNumbers", "FftType", "FrontendAttributes",
     "GatherDimensionNumbers", "OpMetadata", "OpSharding", "OpSharding_Type", "PaddingConfig",
     "PaddingConfigDimension", "PaddingType", "PrecisionConfig", "PrecisionConfig_Precision",
-    "ReplicaGroup", "ScatterDimensionNumbers", "HloSharding", "make_convolution_dimension_numbers",
-    "make_dot_dimension_numbers", "make_padding_config", "make_replica_groups",
+    "ReplicaGroup", "ScatterDimensionNumbers", "HloSharding", "HostBufferSemantics",
+    "make_convolution_dimension_numbers", "make_dot_dimension_numbers", "make_padding_config",
+    "make_replica_groups",
     "window_padding_type_to_pad_values", "Buffer", "Client", "CompileOptions", "Device",
     "DeviceAssignment", "ExecutableBuildOptions", "Executable", "LoadedExecutable",
     "XlaRuntimeError", "execute_with_python_values", "execute_with_python_values_replicated",
