@@ -295,6 +295,12 @@ def test_element_types_and_shapes():
         xc.dtype_to_etype(object)
     s = xc.shape_from_pyval((np.zeros((2, 3), np.float32), (np.int8(1), np.zeros(4, np.uint16))))
     assert s.is_tuple() and str(s) == "(f32[2,3]{1,0}, (s8[], u16[4]{0}))"
+    column_major = xc.shape_from_pyval(np.zeros((2, 3), np.float32), (0, 1))  # minor to major
+    assert str(column_major) == "f32[2,3]{0,1}" and column_major.layout().minor_to_major() == (0, 1)
+    with pytest.raises(hg.ShapeError, match="layout"):
+        xc.shape_from_pyval(np.zeros((2, 3), np.float32), (0,))
+    with pytest.raises(hg.UnsupportedError, match="tuple"):
+        xc.shape_from_pyval((np.float32(1),), ())
     assert xc.Shape.array_shape(xc.PrimitiveType.F32, (2,)) == shape(np.float32, 2)
 
 
