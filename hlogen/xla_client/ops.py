@@ -71,11 +71,19 @@ def _tuple(results, builder) -> Op:
     return _ops.tuple(list(results), builder=builder)
 
 
-def _pairs(padding, op_name: str) -> list:
+# XLA's windows (MakeWindow) take an empty list of strides, padding or dilations for
+# the default: strides and dilations 1, no padding; hlogen's take None or "VALID".
+
+def _window(values):
+    return None if isinstance(values, (list, tuple)) and not values else values
+
+
+def _pairs(padding, op_name: str):
     try:
-        return [(int(lo), int(hi)) for lo, hi in padding]
+        pairs = [(int(lo), int(hi)) for lo, hi in padding]
     except (TypeError, ValueError):
         raise ShapeError(f"{op_name}: padding must be (low, high) pairs, got {padding!r}") from None
+    return pairs or "VALID"
 
 
 def _precision(config, op_name: str):
@@ -626,8 +634,8 @@ def ReduceWindowWithGeneralPadding(operand=None, init_value=None, computation=No
     init_value = init_value if init_values is None else init_values
     results = _ops.reduce_window(
         operand, init_value, computation_of(computation, "ReduceWindow", "computation"),
-        window_dimensions, window_strides, _pairs(padding, "ReduceWindow"), base_dilations,
-        window_dilations)
+        window_dimensions, _window(window_strides), _pairs(padding, "ReduceWindow"),
+        _window(base_dilations), _window(window_dilations))
     return _one_or_tuple(results, results[0].builder) if isinstance(results, builtins.tuple) \
         else results
 
@@ -638,7 +646,7 @@ def SelectAndScatterWithGeneralPadding(operand, select, window_dimensions, windo
                                        source, init_value, scatter):
     return _ops.select_and_scatter(
         operand, computation_of(select, "SelectAndScatter", "select"), window_dimensions,
-        window_strides, _pairs(padding, "SelectAndScatter"), source, init_value,
+        _window(window_strides), _pairs(padding, "SelectAndScatter"), source, init_value,
         computation_of(scatter, "SelectAndScatter", "scatter"))
 
 
@@ -689,8 +697,9 @@ def ConvGeneralDilated(lhs, rhs, window_strides, padding, lhs_dilation, rhs_dila
     if window_reversal is not None and any(window_reversal):
         rhs = _ops.rev(rhs, [d for d, r in zip(numbers.kernel_spatial_dimensions, window_reversal)
                              if r])
-    return _ops.conv_general_dilated(lhs, rhs, window_strides, _pairs(padding, "ConvGeneralDilated"),
-                                     lhs_dilation, rhs_dilation, numbers, feature_group_count,
+    return _ops.conv_general_dilated(lhs, rhs, _window(window_strides),
+                                     _pairs(padding, "ConvGeneralDilated"), _window(lhs_dilation),
+                                     _window(rhs_dilation), numbers, feature_group_count,
                                      batch_group_count)
 
 
