@@ -76,6 +76,29 @@ def test_parameters_by_number_in_any_order():
         c.build()
 
 
+def test_build_starts_the_builder_over():
+    """XlaBuilder's build() clears its ops and parameters: the same builder makes the
+    next computation (XLA's own tests reuse one)."""
+    c = xc.XlaBuilder("again")
+    x = xops.Parameter(c, 0, shape(np.float32, 2))
+    first = c.build(xops.Neg(x))
+    y = xops.Parameter(c, 0, shape(np.int32, 3))
+    xops.Mul(y, xops.Constant(c, np.int32(2)))
+    second = c.build()
+    np.testing.assert_array_equal(execute(first, np.array([1, -2], np.float32))[0], [-1, 2])
+    np.testing.assert_array_equal(execute(second, np.arange(3, dtype=np.int32))[0], [0, 2, 4])
+    assert [str(s) for s in second.program_shape().parameter_shapes()] == ["s32[3]{0}"]
+    del first, second
+    xops.Sin(x)  # an XlaOp of a computation built before, as XLA reports it: at build()
+    with pytest.raises(hg.InputError, match="ops.Sin .*XlaOp of a computation .* already built"):
+        c.build()
+    c = xc.XlaBuilder("again")
+    x = xops.Parameter(c, 0, shape(np.float32, 2))
+    c.build()
+    with pytest.raises(hg.InputError, match="already built"):
+        c.build(xops.RemoveDynamicDimension(x, 0))  # the old op itself as the root
+
+
 def test_shapes_program_shapes_and_constants():
     c = xc.XlaBuilder("shapes")
     x = xops.Parameter(c, 0, shape(np.float32, 2, 3))
