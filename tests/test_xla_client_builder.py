@@ -114,6 +114,25 @@ def test_shapes_program_shapes_and_constants():
     assert not c.is_constant(xops.Add(x, xops.Constant(c, np.float32(1))))
     assert not c.is_constant(xops.RngUniform(xops.Constant(c, np.float32(0)),
                                              xops.Constant(c, np.float32(1)), shape(np.float32, 2)))
+    chain = xops.Constant(c, np.float32(0))
+    for _ in range(2000):  # a long chain of constants is constant (and no recursion limit)
+        chain = xops.Add(chain, xops.Constant(c, np.float32(1)))
+    assert c.is_constant(chain) and not c.is_constant(xops.Add(chain, x))
+    f32 = shape(np.float32)
+
+    def loop(body):  # While(x < 3, body) in a While's body: regions in regions
+        cond = xc.XlaBuilder("cond")
+        xops.Lt(xops.Parameter(cond, 0, f32), xops.Constant(cond, np.float32(3)))
+        cond = cond.build()
+        outer = xc.XlaBuilder("outer")
+        xops.While(cond, body, xops.Parameter(outer, 0, f32))
+        return xops.While(cond, outer.build(), xops.Constant(c, np.float32(0)))
+    for random, constant in ((False, True), (True, False)):
+        body = xc.XlaBuilder("body")
+        one = xops.Constant(body, np.float32(1))
+        step = xops.RngUniform(one, xops.Constant(body, np.float32(2)), f32) if random else one
+        xops.Add(xops.Parameter(body, 0, f32), step)
+        assert c.is_constant(loop(body.build())) == constant
     comp = c.build(t)
     assert comp.program_shape().result_shape() == program.result_shape()
     assert comp.name() == "shapes"

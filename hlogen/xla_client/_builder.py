@@ -213,7 +213,7 @@ class XlaBuilder(Builder):
         """Whether `op` depends on no parameter and on nothing else outside the builder
         (random numbers, collectives, infeed, custom calls)."""
         self._raise_error()
-        return _constant(self._own(op, "is_constant").value, self._block, {})
+        return _constant(self._own(op, "is_constant").value, self._block)
 
     def _own(self, op, what: str) -> Op:
         if not isinstance(op, Op) or op.builder is not self:
@@ -324,20 +324,26 @@ def _metadata_location(metadata, location: ir.Location) -> ir.Location:
     return ir.Location.name(name, childLoc=inner, context=ctx) if name else inner
 
 
-def _constant(value, main_block, seen: dict) -> bool:
-    if isinstance(value, ir.BlockArgument):
-        return value.owner != main_block  # a region's own argument is inside the value
-    return _constant_op(value.owner.operation, main_block, seen)
-
-
-def _constant_op(operation, main_block, seen: dict) -> bool:
-    key = operation
-    if key not in seen:
-        seen[key] = operation.name not in _NOT_CONSTANT and all(
-            _constant(v, main_block, seen) for v in operation.operands) and all(
-            _constant_op(inner, main_block, seen)
-            for region in operation.regions for block in region.blocks for inner in block.operations)
-    return seen[key]
+def _constant(value, main_block) -> bool:
+    """Whether `value` depends on no argument of `main_block` and on no op of _NOT_CONSTANT,
+    by a walk with a stack (chains of thousands of ops are common)."""
+    seen, stack = set(), [value]  # values and the operations of regions
+    while stack:
+        item = stack.pop()
+        if isinstance(item, ir.BlockArgument):
+            if item.owner == main_block:  # a region's own arguments are inside the value
+                return False
+            continue
+        operation = item.owner.operation if isinstance(item, ir.Value) else item.operation
+        if operation in seen:
+            continue
+        seen.add(operation)
+        if operation.name in _NOT_CONSTANT:
+            return False
+        stack.extend(operation.operands)
+        stack.extend(inner for region in operation.regions for block in region.blocks
+                     for inner in block.operations)
+    return True
 
 
 # -- XlaComputation ------------------------------------------------------------------------
