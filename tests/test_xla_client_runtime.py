@@ -42,6 +42,10 @@ def test_the_client_is_jaxs_cpu_backend():
     devices = BACKEND.local_devices()
     assert [d.id for d in devices] == list(range(len(devices))) and devices[0].platform == "cpu"
     assert devices == BACKEND.devices() and len({*devices}) == len(devices)
+    # jaxlib's methods the client passes through give jaxlib's devices: the same devices
+    memory = devices[1].addressable_memories()[0]
+    assert devices[1] in memory.addressable_by_devices() and devices[0] not in \
+        memory.addressable_by_devices()
     assert BACKEND.get_default_device_assignment(2) == devices[:2]
     assert BACKEND.get_default_device_assignment(2, 2) == [devices[:2], devices[2:4]]
     with pytest.raises(hg.InputError, match="need 4096 devices"):

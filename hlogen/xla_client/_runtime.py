@@ -95,8 +95,8 @@ class Device:
     def __getattr__(self, name):
         return getattr(self._device, name)
 
-    def __eq__(self, other) -> bool:
-        return isinstance(other, Device) and other._device == self._device
+    def __eq__(self, other) -> bool:  # jaxlib's device of it too (its methods return those)
+        return _raw_device(other) == self._device
 
     def __hash__(self) -> int:
         return hash(self._device)
