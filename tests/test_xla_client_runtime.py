@@ -88,6 +88,10 @@ def test_compile_and_execute():
     np.testing.assert_array_equal(got[1].to_py(), x * [7, 8, 9])
     with pytest.raises(hg.InputError, match="takes 2 argument"):
         exe.execute([BACKEND.buffer_from_pyval(x)])
+    deleted = BACKEND.buffer_from_pyval(x)
+    deleted.delete()
+    with pytest.raises(xc.XlaRuntimeError, match="deleted"):
+        exe.execute([deleted, BACKEND.buffer_from_pyval(y)])
     with pytest.raises(hg.InputError, match="expects f32"):
         exe.execute([BACKEND.buffer_from_pyval(x.astype(np.float64)), BACKEND.buffer_from_pyval(y)])
     assert exe.size_of_generated_code_in_bytes() >= 0 and exe.hlo_modules()

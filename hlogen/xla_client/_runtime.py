@@ -371,6 +371,9 @@ class LoadedExecutable:
         checked = []
         for name, shape, value in zip(names, self._parameters, arguments):
             raw = value._array if isinstance(value, Buffer) else value
+            if _jaxlib.is_device_array(raw) and raw.is_deleted():
+                raise XlaRuntimeError(f"parameter {name!r} of {self._computation.name}: the "
+                                      f"buffer has been deleted")
             if self._partitions == 1 and not _jaxlib.is_device_array(raw):
                 raw = check_array(f"parameter {name!r} of {self._computation.name}", shape, raw)
             elif self._partitions == 1 and (tuple(raw.shape) != shape.dimensions or
