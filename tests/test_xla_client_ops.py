@@ -160,7 +160,7 @@ _UNARY = {
     "Lgamma": np.vectorize(math.lgamma), "Digamma": scipy.special.digamma,
     "BesselI1e": scipy.special.i1e, "Acos": np.arccos, "Asin": np.arcsin, "Atan": np.arctan,
     "Acosh": lambda x: np.arccosh(x + 1), "Asinh": np.arcsinh, "Atanh": np.arctanh,
-    "Cosh": np.cosh, "Sinh": np.sinh,
+    "Cosh": np.cosh, "Sinh": np.sinh, "Logistic": scipy.special.expit,
 }
 _UNARY_INPUT = {"Acosh": lambda x: x + 1}  # its domain starts at 1
 

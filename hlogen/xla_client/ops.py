@@ -165,7 +165,7 @@ _UNARY = {
     "Sign": _ops.sign, "Cos": _ops.cos, "Sin": _ops.sin, "Tan": _ops.tan, "Tanh": _ops.tanh,
     "IsFinite": _ops.is_finite, "Neg": _ops.neg, "Sqrt": _ops.sqrt, "Rsqrt": _ops.rsqrt,
     "Cbrt": _ops.cbrt, "Erf": _ops.erf, "Real": _ops.real, "Imag": _ops.imag,
-    "OptimizationBarrier": _ops.optimization_barrier,
+    "OptimizationBarrier": _ops.optimization_barrier, "Logistic": _ops.logistic,
     # XLA's client library defines these by the ops they are made of
     "Square": lambda x: _ops.mul(x, x),
     "Reciprocal": lambda x: _ops.div(1, x),
