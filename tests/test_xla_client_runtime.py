@@ -63,6 +63,10 @@ def test_buffers():
     assert buf.shape == (2, 3) and buf.dtype == np.int64 and buf.ndim == 2 and buf.size == 6
     assert buf.device() == BACKEND.local_devices()[1] and str(buf.xla_shape()) == "s64[2,3]{1,0}"
     np.testing.assert_array_equal(np.asarray(buf.block_until_ready()), a)
+    buf.copy_to_host_async()  # the old Buffer's prefetch, then its clone: the same array
+    clone = buf.clone()
+    assert clone.unsafe_buffer_pointer() == buf.unsafe_buffer_pointer()
+    np.testing.assert_array_equal(clone.to_py(), a)
     moved = buf.copy_to_device(BACKEND.local_devices()[2])
     assert moved.device().id == 2 and moved.on_device_size_in_bytes() == 48
     for semantics in xc.HostBufferSemantics.__members__.values():  # the old argument, taken

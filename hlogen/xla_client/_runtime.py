@@ -175,6 +175,13 @@ class Buffer:
     def is_deleted(self) -> bool:
         return self._array.is_deleted()
 
+    def copy_to_host_async(self) -> None:
+        self._array.copy_to_host_async()
+
+    def clone(self) -> "Buffer":
+        """Another Buffer of the same device array."""
+        return Buffer(self._array, self.client)
+
     def copy_to_device(self, device) -> "Buffer":
         return self.client.buffer_from_pyval(self.to_py(), device)
 
