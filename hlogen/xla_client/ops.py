@@ -15,6 +15,7 @@ Python tuple of XlaOps, as the binding did.
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import math
 
 import numpy as np
@@ -662,18 +663,15 @@ def Dot(lhs, rhs, precision_config=None, preferred_element_type=None):
 @_public
 @xla_op()
 def DotGeneral(lhs, rhs, dimension_numbers, precision_config=None, preferred_element_type=None):
-    n = make_dot_dimension_numbers(dimension_numbers)
-    numbers = DotDimensionNumbers(
-        n.lhs_contracting_dimensions, n.rhs_contracting_dimensions, n.lhs_batch_dimensions,
-        n.rhs_batch_dimensions)
+    numbers = _numbers(DotDimensionNumbers, make_dot_dimension_numbers(dimension_numbers))
     return _ops.dot_general(lhs, rhs, numbers, _precision(precision_config, "DotGeneral"),
                             _preferred(preferred_element_type, "DotGeneral"))
 
 
-_CONV_FIELDS = ("input_batch_dimension", "input_feature_dimension", "input_spatial_dimensions",
-                "kernel_input_feature_dimension", "kernel_output_feature_dimension",
-                "kernel_spatial_dimensions", "output_batch_dimension", "output_feature_dimension",
-                "output_spatial_dimensions")
+def _numbers(cls, proto):
+    """hlogen's dimension numbers `cls` of XLA's (any object with the proto's fields,
+    which are hlogen's)."""
+    return cls(**{f.name: getattr(proto, f.name) for f in dataclasses.fields(cls)})
 
 
 @_public
@@ -686,8 +684,8 @@ def ConvGeneralDilated(lhs, rhs, window_strides, padding, lhs_dilation, rhs_dila
     reverses the kernel's spatial dimensions it marks. `precision_config` is checked but
     not carried: hlogen's convolution has none (XLA CPU computes at full precision)."""
     _precision(precision_config, "ConvGeneralDilated")
-    n = make_convolution_dimension_numbers(dimension_numbers, lhs.shape.rank - 2)
-    numbers = ConvDimensionNumbers(*(getattr(n, f) for f in _CONV_FIELDS))
+    numbers = _numbers(ConvDimensionNumbers,
+                       make_convolution_dimension_numbers(dimension_numbers, lhs.shape.rank - 2))
     preferred = _preferred(preferred_element_type, "ConvGeneralDilated")
     if preferred is not None and preferred != lhs.dtype:
         if _family(preferred) != _family(lhs.dtype) or preferred.bits < lhs.dtype.bits:
