@@ -213,8 +213,9 @@ class OpSharding(_Proto):
     def ParseFromString(self, data: bytes) -> None:  # noqa: N802 - the protobuf's name
         proto = _xc.OpSharding()
         proto.ParseFromString(data)
+        parsed = OpSharding.from_proto(proto)
         for name in self.__slots__:
-            setattr(self, name, getattr(OpSharding.from_proto(proto), name))
+            setattr(self, name, getattr(parsed, name))
 
     def clone(self) -> "OpSharding":
         return OpSharding.from_proto(self.to_proto())
