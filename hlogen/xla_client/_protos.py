@@ -159,7 +159,6 @@ class ChannelHandle(_Proto):
 
 class OpMetadata(_Proto):
     __slots__ = ("op_type", "op_name", "source_file", "source_line")
-    _DEFAULTS = {"op_type": "", "op_name": "", "source_file": "", "source_line": 0}
 
     def __init__(self, op_type="", op_name="", source_file="", source_line=0):
         super().__init__(op_type=op_type, op_name=op_name, source_file=source_file,
