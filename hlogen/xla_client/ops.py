@@ -451,33 +451,48 @@ def _ceil_ratio(a: int, b: int) -> int:
     return -(-a // b)
 
 
-@_public
-@xla_op()
-def ApproxTopKFallback(builder, operands, init_values, top_k, reduction_dim, comparator,
-                       recall_target=0.9, aggregate_to_topk=True, reduction_input_size_override=-1):
+def _approx_top_k(op_name, builder, operands, init_values, top_k, reduction_dim, comparator,
+                  recall_target, aggregate_to_topk, reduction_input_size_override):
     """The operands sorted by `comparator` along reduction_dim, cut to the size
-    ApproxTopKReductionOutputSize gives (top_k when aggregate_to_topk): a tuple."""
-    builder = _builder(builder, "ApproxTopK")
-    operands = _ops_list(operands, "ApproxTopK", "operands")
-    init_values = _ops_list(init_values, "ApproxTopK", "init_values")
+    ApproxTopKReductionOutputSize gives (top_k when aggregate_to_topk): a tuple. XLA's
+    ApproxTopK (not the fallback) leaves a dimension it does not reduce as it is."""
+    builder = _builder(builder, op_name)
+    operands = _ops_list(operands, op_name, "operands")
+    init_values = _ops_list(init_values, op_name, "init_values")
     if len(init_values) != len(operands) or any(
             v.shape != T.Shape(o.dtype, ()) for o, v in zip(operands, init_values)):
-        raise ShapeError(f"ApproxTopK: init_values must be one scalar per operand, of its type; "
+        raise ShapeError(f"{op_name}: init_values must be one scalar per operand, of its type; "
                          f"got {[v.shape for v in init_values]} for {[o.shape for o in operands]}")
     shape = operands[0].shape
     if not (isinstance(reduction_dim, int) and 0 <= reduction_dim < shape.rank):
-        raise ShapeError(f"ApproxTopK: reduction_dim should range in [0,{shape.rank}), got "
+        raise ShapeError(f"{op_name}: reduction_dim should range in [0,{shape.rank}), got "
                          f"{reduction_dim!r}")
-    size, _ = ApproxTopKReductionOutputSize(shape.dimensions[reduction_dim], shape.rank, top_k,
-                                            recall_target, aggregate_to_topk,
-                                            reduction_input_size_override)
-    ordered = _ops.sort(operands, computation_of(comparator, "ApproxTopK", "comparator"),
+    size, log2_reduction = ApproxTopKReductionOutputSize(
+        shape.dimensions[reduction_dim], shape.rank, top_k, recall_target, aggregate_to_topk,
+        reduction_input_size_override)
+    if op_name == "ApproxTopK" and not aggregate_to_topk and log2_reduction == 0:
+        return _tuple(operands, builder)
+    ordered = _ops.sort(operands, computation_of(comparator, op_name, "comparator"),
                         reduction_dim)
     return _tuple([_ops.slice_in_dim(o, 0, size, 1, reduction_dim) for o in ordered], builder)
 
 
-ApproxTopK = ApproxTopKFallback
-__all__.append("ApproxTopK")
+@_public
+@xla_op()
+def ApproxTopK(builder, operands, init_values, top_k, reduction_dim, comparator,
+               recall_target=0.9, aggregate_to_topk=True, reduction_input_size_override=-1):
+    return _approx_top_k("ApproxTopK", builder, operands, init_values, top_k, reduction_dim,
+                         comparator, recall_target, aggregate_to_topk,
+                         reduction_input_size_override)
+
+
+@_public
+@xla_op()
+def ApproxTopKFallback(builder, operands, init_values, top_k, reduction_dim, comparator,
+                       recall_target=0.9, aggregate_to_topk=True, reduction_input_size_override=-1):
+    return _approx_top_k("ApproxTopKFallback", builder, operands, init_values, top_k,
+                         reduction_dim, comparator, recall_target, aggregate_to_topk,
+                         reduction_input_size_override)
 
 
 # -- shapes and data movement ----------------------------------------------------------------------
