@@ -402,7 +402,8 @@ def test_approximate_top_k():
     # AggregateToTopK of that size), ApproxTopK gives the operands as they are
     check(run(build(xops.ApproxTopKFallback, 2, False), x), np.take_along_axis(x, order, 1),
           order.astype(np.int32))
-    check(run(build(xops.ApproxTopK, 2, False), x), x, np.tile(np.arange(6, dtype=np.int32), (2, 1)))
+    check(run(build(xops.ApproxTopK, 2, False), x), x,
+          np.tile(np.arange(6, dtype=np.int32), (2, 1)))
     # XLA's formula, evaluated by hand: m = max(int(-9 / ln 0.95), 128) = 175,
     # log2(1000 // 175) = 2 (at most log2 ceil(1000 // 128) = 3), ceil(ceil(1000 / 128) / 4) * 128
     assert xops.ApproxTopKReductionOutputSize(1000, 2, 10, 0.95, False) == (256, 2)

@@ -3,8 +3,8 @@ for these tests (none is copied): the "XLA in Python" notebook, IREE's test-data
 generators, Alpa's sharding playground and mesh profiler, TensorFlow Federated's XLA
 backend, autodidax's xla_call lowering. Each runs as its authors wrote for
 `from jax.lib import xla_client`, with `import hlogen.xla_client as xla_client` instead
-(but for what a comment says is refused); results are checked against numpy. README's example of "Running code written for
-xla_client" runs as it is written, output included."""
+(but for what a comment says is refused); results are checked against numpy. README's
+example of "Running code written for xla_client" runs as it is written, output included."""
 from __future__ import annotations
 
 import contextlib
