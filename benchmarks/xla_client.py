@@ -3,7 +3,9 @@
   verified module: a 2000-op element-wise chain (the emit benchmark's), and a 200-step
   program of mixed ops (dot, broadcasting, a reduction with its computation built by a
   second builder, transpose, slices, concatenation, select). Target: the compat layer
-  within 1.5x of hlogen.ops;
+  within 1.5x of hlogen.ops (each build's module is freed in its own timing: an XlaBuilder
+  once held itself in a reference cycle, which left its module to the garbage collector,
+  outside the compat layer's timing);
 - XlaComputation to XLA's HLO module: hlogen's path (the built module's bytecode, then
   XLA's converter) against jaxlib's mlir_module_to_xla_computation given the bytecode
   already, for both computations. Target: within 1.1x.

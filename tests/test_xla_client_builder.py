@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -75,6 +76,29 @@ def test_parameters_by_number_in_any_order():
         c.build()
 
 
+def test_build_starts_the_builder_over():
+    """XlaBuilder's build() clears its ops and parameters: the same builder makes the
+    next computation (XLA's own tests reuse one)."""
+    c = xc.XlaBuilder("again")
+    x = xops.Parameter(c, 0, shape(np.float32, 2))
+    first = c.build(xops.Neg(x))
+    y = xops.Parameter(c, 0, shape(np.int32, 3))
+    xops.Mul(y, xops.Constant(c, np.int32(2)))
+    second = c.build()
+    np.testing.assert_array_equal(execute(first, np.array([1, -2], np.float32))[0], [-1, 2])
+    np.testing.assert_array_equal(execute(second, np.arange(3, dtype=np.int32))[0], [0, 2, 4])
+    assert [str(s) for s in second.program_shape().parameter_shapes()] == ["s32[3]{0}"]
+    del first, second
+    xops.Sin(x)  # an XlaOp of a computation built before, as XLA reports it: at build()
+    with pytest.raises(hg.InputError, match="ops.Sin .*XlaOp of a computation .* already built"):
+        c.build()
+    c = xc.XlaBuilder("again")
+    x = xops.Parameter(c, 0, shape(np.float32, 2))
+    c.build()
+    with pytest.raises(hg.InputError, match="already built"):
+        c.build(xops.RemoveDynamicDimension(x, 0))  # the old op itself as the root
+
+
 def test_shapes_program_shapes_and_constants():
     c = xc.XlaBuilder("shapes")
     x = xops.Parameter(c, 0, shape(np.float32, 2, 3))
@@ -90,6 +114,25 @@ def test_shapes_program_shapes_and_constants():
     assert not c.is_constant(xops.Add(x, xops.Constant(c, np.float32(1))))
     assert not c.is_constant(xops.RngUniform(xops.Constant(c, np.float32(0)),
                                              xops.Constant(c, np.float32(1)), shape(np.float32, 2)))
+    chain = xops.Constant(c, np.float32(0))
+    for _ in range(2000):  # a long chain of constants is constant (and no recursion limit)
+        chain = xops.Add(chain, xops.Constant(c, np.float32(1)))
+    assert c.is_constant(chain) and not c.is_constant(xops.Add(chain, x))
+    f32 = shape(np.float32)
+
+    def loop(body):  # While(x < 3, body) in a While's body: regions in regions
+        cond = xc.XlaBuilder("cond")
+        xops.Lt(xops.Parameter(cond, 0, f32), xops.Constant(cond, np.float32(3)))
+        cond = cond.build()
+        outer = xc.XlaBuilder("outer")
+        xops.While(cond, body, xops.Parameter(outer, 0, f32))
+        return xops.While(cond, outer.build(), xops.Constant(c, np.float32(0)))
+    for random, constant in ((False, True), (True, False)):
+        body = xc.XlaBuilder("body")
+        one = xops.Constant(body, np.float32(1))
+        step = xops.RngUniform(one, xops.Constant(body, np.float32(2)), f32) if random else one
+        xops.Add(xops.Parameter(body, 0, f32), step)
+        assert c.is_constant(loop(body.build())) == constant
     comp = c.build(t)
     assert comp.program_shape().result_shape() == program.result_shape()
     assert comp.name() == "shapes"
@@ -281,6 +324,12 @@ def test_element_types_and_shapes():
     assert xc.dtype_to_etype(np.float32) == xc.PrimitiveType.F32
     assert xc.dtype_to_etype(np.dtype("bool")) == xc.PrimitiveType.PRED
     assert xc.dtype_to_etype(xc.bfloat16) == xc.PrimitiveType.BF16
+    # the removed module's names of ml_dtypes' types (old test code imports them)
+    for name, etype in (("float8_e4m3fn", "F8E4M3FN"), ("float8_e4m3fnuz", "F8E4M3FNUZ"),
+                        ("float8_e4m3b11fnuz", "F8E4M3B11FNUZ"), ("float8_e5m2", "F8E5M2"),
+                        ("float8_e5m2fnuz", "F8E5M2FNUZ")):
+        assert getattr(xc, name) is getattr(ml_dtypes, name)
+        assert xc.dtype_to_etype(getattr(xc, name)) == getattr(xc.PrimitiveType, etype)
     assert xc.XLA_ELEMENT_TYPE_TO_DTYPE[xc.PrimitiveType.S8] == np.dtype(np.int8)
     assert xc.XLA_ELEMENT_TYPE_TO_DTYPE[xc.PrimitiveType.TUPLE] == np.dtype(object)
     assert xc.DTYPE_TO_XLA_ELEMENT_TYPE["complex128"] == xc.PrimitiveType.C128
@@ -288,6 +337,12 @@ def test_element_types_and_shapes():
         xc.dtype_to_etype(object)
     s = xc.shape_from_pyval((np.zeros((2, 3), np.float32), (np.int8(1), np.zeros(4, np.uint16))))
     assert s.is_tuple() and str(s) == "(f32[2,3]{1,0}, (s8[], u16[4]{0}))"
+    column_major = xc.shape_from_pyval(np.zeros((2, 3), np.float32), (0, 1))  # minor to major
+    assert str(column_major) == "f32[2,3]{0,1}" and column_major.layout().minor_to_major() == (0, 1)
+    with pytest.raises(hg.ShapeError, match="layout"):
+        xc.shape_from_pyval(np.zeros((2, 3), np.float32), (0,))
+    with pytest.raises(hg.UnsupportedError, match="tuple"):
+        xc.shape_from_pyval((np.float32(1),), ())
     assert xc.Shape.array_shape(xc.PrimitiveType.F32, (2,)) == shape(np.float32, 2)
 
 
@@ -297,6 +352,7 @@ def test_type_names_are_there_for_annotations():
                  "ExecutableBuildOptions", "DeviceAssignment", "OpSharding", "HloSharding",
                  "FftType", "PrecisionConfig", "PaddingConfig", "PaddingType", "OpMetadata",
                  "ConvolutionDimensionNumbers", "DotDimensionNumbers", "GatherDimensionNumbers",
-                 "ScatterDimensionNumbers", "ReplicaGroup", "ChannelHandle", "XlaRuntimeError"):
+                 "ScatterDimensionNumbers", "ReplicaGroup", "ChannelHandle", "XlaRuntimeError",
+                 "HostBufferSemantics"):
         assert isinstance(getattr(xc, name), type), name
     assert xc._xla.XlaBuilder is xc.XlaBuilder and xc._xla.ops is xops

@@ -160,7 +160,7 @@ _UNARY = {
     "Lgamma": np.vectorize(math.lgamma), "Digamma": scipy.special.digamma,
     "BesselI1e": scipy.special.i1e, "Acos": np.arccos, "Asin": np.arcsin, "Atan": np.arctan,
     "Acosh": lambda x: np.arccosh(x + 1), "Asinh": np.arcsinh, "Atanh": np.arctanh,
-    "Cosh": np.cosh, "Sinh": np.sinh,
+    "Cosh": np.cosh, "Sinh": np.sinh, "Logistic": scipy.special.expit,
 }
 _UNARY_INPUT = {"Acosh": lambda x: x + 1}  # its domain starts at 1
 
@@ -398,9 +398,12 @@ def test_approximate_top_k():
     order = np.argsort(-x, axis=1, kind="stable")
     check(run(build(xops.ApproxTopK, 2, True), x), np.take_along_axis(x, order, 1)[:, :2],
           order[:, :2].astype(np.int32))
-    # a dimension of at most 128 is not reduced: all of it comes back, in order
+    # a dimension of at most 128 is not reduced: the fallback sorts all of it (XLA's
+    # AggregateToTopK of that size), ApproxTopK gives the operands as they are
     check(run(build(xops.ApproxTopKFallback, 2, False), x), np.take_along_axis(x, order, 1),
           order.astype(np.int32))
+    check(run(build(xops.ApproxTopK, 2, False), x), x,
+          np.tile(np.arange(6, dtype=np.int32), (2, 1)))
     # XLA's formula, evaluated by hand: m = max(int(-9 / ln 0.95), 128) = 175,
     # log2(1000 // 175) = 2 (at most log2 ceil(1000 // 128) = 3), ceil(ceil(1000 / 128) / 4) * 128
     assert xops.ApproxTopKReductionOutputSize(1000, 2, 10, 0.95, False) == (256, 2)
@@ -432,6 +435,12 @@ def test_windows_with_general_padding():
             window_dilations=[1, 2], padding=[(0, 0), (0, 0)])
     check(run(dilated, a), *cref.reduce_window([a], [0], lambda p, q: p + q, [2, 2], [1, 1],
                                                [(0, 0), (0, 0)], [2, 1], [1, 2]))
+
+    def defaults(c, x):  # XLA's window: an empty list means strides 1, no padding, no dilation
+        xops.ReduceWindowWithGeneralPadding(x, xops.Constant(c, np.float32(0)), add, [2, 3], [],
+                                            [], [], [])
+    check(run(defaults, a), *cref.reduce_window([a], [0], lambda p, q: p + q, [2, 3], [1, 1],
+                                                [(0, 0), (0, 0)]))
     source = np.arange(1, 5, dtype=np.float32).reshape(2, 2)
 
     def scatter(c, x, s):
@@ -439,6 +448,13 @@ def test_windows_with_general_padding():
                                                 xops.Constant(c, np.float32(0)), add)
     check(run(scatter, a, source), cref.select_and_scatter(
         a, lambda p, q: p >= q, [2, 2], [1, 2], [(0, 0), (0, 0)], source, 0, lambda p, q: p + q))
+    every = np.arange(1, 7, dtype=np.float32).reshape(2, 3)  # one per window: strides 1
+
+    def scatter_defaults(c, x, s):
+        xops.SelectAndScatterWithGeneralPadding(x, ge, [2, 2], [], [], s,
+                                                xops.Constant(c, np.float32(0)), add)
+    check(run(scatter_defaults, a, every), cref.select_and_scatter(
+        a, lambda p, q: p >= q, [2, 2], [1, 1], [(0, 0), (0, 0)], every, 0, lambda p, q: p + q))
 
 
 # -- control flow -------------------------------------------------------------------------------
@@ -514,6 +530,10 @@ def test_convolution():
     reversed_want = lref.conv_general_dilated(lhs, rhs[:, ::-1], [1, 2], padding, [1, 1], [2, 1],
                                               layout)
     check(run(lambda c, x, k: conv(c, x, k, [False, True]), lhs, rhs), reversed_want,
+          rtol=1e-5, atol=1e-5)
+    # XLA's window: empty strides, padding and dilations mean 1, none and 1
+    check(run(lambda c, x, k: xops.ConvGeneralDilated(x, k, [], [], [], [], numbers), lhs, rhs),
+          lref.conv_general_dilated(lhs, rhs, [1, 1], [(0, 0), (0, 0)], [1, 1], [1, 1], layout),
           rtol=1e-5, atol=1e-5)
     s8 = (rng.integers(-100, 100, (1, 3, 3, 1))).astype(np.int8)
     kernel = np.full((2, 2, 1, 1), 100, np.int8)

@@ -2,9 +2,9 @@
 for these tests (none is copied): the "XLA in Python" notebook, IREE's test-data
 generators, Alpa's sharding playground and mesh profiler, TensorFlow Federated's XLA
 backend, autodidax's xla_call lowering. Each runs as its authors wrote for
-`from jax.lib import xla_client`, with `import hlogen.xla_client as xla_client` instead;
-results are checked against numpy. README's example of "Running code written for
-xla_client" runs as it is written, output included."""
+`from jax.lib import xla_client`, with `import hlogen.xla_client as xla_client` instead
+(but for what a comment says is refused); results are checked against numpy. README's
+example of "Running code written for xla_client" runs as it is written, output included."""
 from __future__ import annotations
 
 import contextlib
@@ -222,6 +222,8 @@ def test_alpa_style_mesh_profiling_of_all_reduce():
                            xla_client.ops.Parameter(sub, 1, shape))
         replica_groups_protos = xla_client.make_replica_groups(replica_groups)
         channel_id = backend.create_channel_handle()
+        # Alpa's profiler passes use_global_device_ids=True and compiles one replica of
+        # SPMD partitions: refused (README); this is its form over replicas
         return xla_client.ops.AllReduce(operand, sub.build(), replica_groups_protos, channel_id,
                                         None, False)
 

@@ -42,6 +42,10 @@ def test_the_client_is_jaxs_cpu_backend():
     devices = BACKEND.local_devices()
     assert [d.id for d in devices] == list(range(len(devices))) and devices[0].platform == "cpu"
     assert devices == BACKEND.devices() and len({*devices}) == len(devices)
+    # jaxlib's methods the client passes through give jaxlib's devices: the same devices
+    memory = devices[1].addressable_memories()[0]
+    assert devices[1] in memory.addressable_by_devices() and devices[0] not in \
+        memory.addressable_by_devices()
     assert BACKEND.get_default_device_assignment(2) == devices[:2]
     assert BACKEND.get_default_device_assignment(2, 2) == [devices[:2], devices[2:4]]
     with pytest.raises(hg.InputError, match="need 4096 devices"):
@@ -59,8 +63,15 @@ def test_buffers():
     assert buf.shape == (2, 3) and buf.dtype == np.int64 and buf.ndim == 2 and buf.size == 6
     assert buf.device() == BACKEND.local_devices()[1] and str(buf.xla_shape()) == "s64[2,3]{1,0}"
     np.testing.assert_array_equal(np.asarray(buf.block_until_ready()), a)
+    buf.copy_to_host_async()  # the old Buffer's prefetch, then its clone: the same array
+    clone = buf.clone()
+    assert clone.unsafe_buffer_pointer() == buf.unsafe_buffer_pointer()
+    np.testing.assert_array_equal(clone.to_py(), a)
     moved = buf.copy_to_device(BACKEND.local_devices()[2])
     assert moved.device().id == 2 and moved.on_device_size_in_bytes() == 48
+    for semantics in xc.HostBufferSemantics.__members__.values():  # the old argument, taken
+        copied = BACKEND.buffer_from_pyval(a, host_buffer_semantics=semantics)
+        np.testing.assert_array_equal(copied.to_py(), a)
     big_endian = np.arange(3, dtype=">f4")
     np.testing.assert_array_equal(BACKEND.buffer_from_pyval(big_endian).to_py(), [0, 1, 2])
     buf.delete()
@@ -81,6 +92,10 @@ def test_compile_and_execute():
     np.testing.assert_array_equal(got[1].to_py(), x * [7, 8, 9])
     with pytest.raises(hg.InputError, match="takes 2 argument"):
         exe.execute([BACKEND.buffer_from_pyval(x)])
+    deleted = BACKEND.buffer_from_pyval(x)
+    deleted.delete()
+    with pytest.raises(xc.XlaRuntimeError, match="deleted"):
+        exe.execute([deleted, BACKEND.buffer_from_pyval(y)])
     with pytest.raises(hg.InputError, match="expects f32"):
         exe.execute([BACKEND.buffer_from_pyval(x.astype(np.float64)), BACKEND.buffer_from_pyval(y)])
     assert exe.size_of_generated_code_in_bytes() >= 0 and exe.hlo_modules()

@@ -44,12 +44,16 @@ from hlogen.runtime._jaxlib import xla_client as _jaxlib_xla_client
 
 # names the removed module had for the same things
 HloSharding = _jaxlib_xla_client.HloSharding
+HostBufferSemantics = _jaxlib_xla_client.HostBufferSemantics  # buffer_from_pyval's argument
 OpSharding_Type = OpSharding.Type
 PrecisionConfig_Precision = PrecisionConfig.Precision
 Executable = LoadedExecutable
 bfloat16 = ml_dtypes.bfloat16
 float8_e4m3fn = ml_dtypes.float8_e4m3fn
+float8_e4m3fnuz = ml_dtypes.float8_e4m3fnuz
+float8_e4m3b11fnuz = ml_dtypes.float8_e4m3b11fnuz
 float8_e5m2 = ml_dtypes.float8_e5m2
+float8_e5m2fnuz = ml_dtypes.float8_e5m2fnuz
 
 # `xla_client._xla` was the extension module; code reached the builder through it
 # (autodidax: `xe = xc._xla; xops = xc._xla.ops`)
@@ -68,10 +72,12 @@ __all__ = [
     "CurrentSourceInfoMetadata", "DotDimensionNumbers", "FftType", "FrontendAttributes",
     "GatherDimensionNumbers", "OpMetadata", "OpSharding", "OpSharding_Type", "PaddingConfig",
     "PaddingConfigDimension", "PaddingType", "PrecisionConfig", "PrecisionConfig_Precision",
-    "ReplicaGroup", "ScatterDimensionNumbers", "HloSharding", "make_convolution_dimension_numbers",
-    "make_dot_dimension_numbers", "make_padding_config", "make_replica_groups",
+    "ReplicaGroup", "ScatterDimensionNumbers", "HloSharding", "HostBufferSemantics",
+    "make_convolution_dimension_numbers", "make_dot_dimension_numbers", "make_padding_config",
+    "make_replica_groups",
     "window_padding_type_to_pad_values", "Buffer", "Client", "CompileOptions", "Device",
     "DeviceAssignment", "ExecutableBuildOptions", "Executable", "LoadedExecutable",
     "XlaRuntimeError", "execute_with_python_values", "execute_with_python_values_replicated",
-    "get_local_backend", "make_cpu_client", "bfloat16", "float8_e4m3fn", "float8_e5m2",
+    "get_local_backend", "make_cpu_client", "bfloat16", "float8_e4m3fn", "float8_e4m3fnuz",
+    "float8_e4m3b11fnuz", "float8_e5m2", "float8_e5m2fnuz",
 ]

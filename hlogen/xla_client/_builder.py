@@ -60,16 +60,37 @@ def _valid_name(name) -> str:
 
 class XlaBuilder(Builder):
     """XLA's XlaBuilder: ops are added with the functions of `xla_client.ops`, then
-    `build()` makes the XlaComputation."""
+    `build()` makes the XlaComputation and starts the builder over, as XLA's did."""
 
     def __init__(self, name: str):
-        super().__init__(_valid_name(name))
-        self._numbers: list[int] = []  # each parameter's number, in the order made
-        self._shardings: dict[int, str] = {}  # parameter (in the order made) -> sharding
         self._aliases: dict[int, int] = {}  # parameter number -> output index
         self._error: tuple | None = None  # (error class, message) of the first failure
         self._annotations: dict = {}  # what set_sharding & co. put on the ops made now
+        # the modules built before: kept, so that an XlaOp of one stays safe to refuse
+        self._built_modules: list = []
+        self._start(_valid_name(name))
+
+    def _start(self, name: str) -> None:
+        """A new computation: what XlaBuilder's build() clears (its ops and parameters;
+        annotations and aliases stay set, as there)."""
+        Builder.__init__(self, name)
+        self._numbers: list[int] = []  # each parameter's number, in the order made
+        self._shardings: dict[int, str] = {}  # parameter (in the order made) -> sharding
         self._last_op: Op | None = None  # XLA's default root: the last op made
+
+    def emit(self, name, result_types, operand_values, attributes=None, regions=()):
+        if self._built_modules:
+            self._check_current(name, operand_values)
+        return Builder.emit(self, name, result_types, operand_values, attributes, regions)
+
+    def _check_current(self, what: str, values) -> None:
+        """Refuses values of a computation built before (MLIR would crash on them)."""
+        for v in values:
+            block = v.owner if isinstance(v, ir.BlockArgument) else v.owner.operation.block
+            if block != self._block:
+                raise InputError(f"{what}: an operand is an XlaOp of a computation {self!r} "
+                                 f"already built; build() starts the builder over, as "
+                                 f"XlaBuilder's did")
 
     def __repr__(self) -> str:
         return f"XlaBuilder({self.name!r})"
@@ -192,7 +213,7 @@ class XlaBuilder(Builder):
         """Whether `op` depends on no parameter and on nothing else outside the builder
         (random numbers, collectives, infeed, custom calls)."""
         self._raise_error()
-        return _constant(self._own(op, "is_constant").value, self._block, {})
+        return _constant(self._own(op, "is_constant").value, self._block)
 
     def _own(self, op, what: str) -> Op:
         if not isinstance(op, Op) or op.builder is not self:
@@ -211,6 +232,8 @@ class XlaBuilder(Builder):
         """The XlaComputation whose root is `root` (None: the last op added)."""
         self._raise_error()
         root = self._last() if root is None else self._own(root, "build")
+        if self._built_modules:
+            self._check_current("build", [root.value])
         root = self._parameters_in_order(root)
         owner = root.value.owner if isinstance(root.value, ir.OpResult) else None
         tupled = owner is not None and owner.name == "stablehlo.tuple"
@@ -241,6 +264,8 @@ class XlaBuilder(Builder):
                                                       len(results), tupled))})
         if tupled and not list(owner.result.uses):
             owner.operation.erase()  # the tuple lives on as the results
+        self._built_modules.append(self.module)
+        self._start(self.name)
         return XlaComputation._of(computation, tupled)
 
     Build = build
@@ -299,20 +324,26 @@ def _metadata_location(metadata, location: ir.Location) -> ir.Location:
     return ir.Location.name(name, childLoc=inner, context=ctx) if name else inner
 
 
-def _constant(value, main_block, seen: dict) -> bool:
-    if isinstance(value, ir.BlockArgument):
-        return value.owner != main_block  # a region's own argument is inside the value
-    return _constant_op(value.owner.operation, main_block, seen)
-
-
-def _constant_op(operation, main_block, seen: dict) -> bool:
-    key = operation
-    if key not in seen:
-        seen[key] = operation.name not in _NOT_CONSTANT and all(
-            _constant(v, main_block, seen) for v in operation.operands) and all(
-            _constant_op(inner, main_block, seen)
-            for region in operation.regions for block in region.blocks for inner in block.operations)
-    return seen[key]
+def _constant(value, main_block) -> bool:
+    """Whether `value` depends on no argument of `main_block` and on no op of _NOT_CONSTANT,
+    by a walk with a stack (chains of thousands of ops are common)."""
+    seen, stack = set(), [value]  # values and the operations of regions
+    while stack:
+        item = stack.pop()
+        if isinstance(item, ir.BlockArgument):
+            if item.owner == main_block:  # a region's own arguments are inside the value
+                return False
+            continue
+        operation = item.owner.operation if isinstance(item, ir.Value) else item.operation
+        if operation in seen:
+            continue
+        seen.add(operation)
+        if operation.name in _NOT_CONSTANT:
+            return False
+        stack.extend(operation.operands)
+        stack.extend(inner for region in operation.regions for block in region.blocks
+                     for inner in block.operations)
+    return True
 
 
 # -- XlaComputation ------------------------------------------------------------------------

@@ -159,7 +159,6 @@ class ChannelHandle(_Proto):
 
 class OpMetadata(_Proto):
     __slots__ = ("op_type", "op_name", "source_file", "source_line")
-    _DEFAULTS = {"op_type": "", "op_name": "", "source_file": "", "source_line": 0}
 
     def __init__(self, op_type="", op_name="", source_file="", source_line=0):
         super().__init__(op_type=op_type, op_name=op_name, source_file=source_file,
@@ -213,8 +212,9 @@ class OpSharding(_Proto):
     def ParseFromString(self, data: bytes) -> None:  # noqa: N802 - the protobuf's name
         proto = _xc.OpSharding()
         proto.ParseFromString(data)
+        parsed = OpSharding.from_proto(proto)
         for name in self.__slots__:
-            setattr(self, name, getattr(OpSharding.from_proto(proto), name))
+            setattr(self, name, getattr(parsed, name))
 
     def clone(self) -> "OpSharding":
         return OpSharding.from_proto(self.to_proto())

@@ -95,8 +95,8 @@ class Device:
     def __getattr__(self, name):
         return getattr(self._device, name)
 
-    def __eq__(self, other) -> bool:
-        return isinstance(other, Device) and other._device == self._device
+    def __eq__(self, other) -> bool:  # jaxlib's device of it too (its methods return those)
+        return _raw_device(other) == self._device
 
     def __hash__(self) -> int:
         return hash(self._device)
@@ -174,6 +174,13 @@ class Buffer:
 
     def is_deleted(self) -> bool:
         return self._array.is_deleted()
+
+    def copy_to_host_async(self) -> None:
+        self._array.copy_to_host_async()
+
+    def clone(self) -> "Buffer":
+        """Another Buffer of the same device array."""
+        return Buffer(self._array, self.client)
 
     def copy_to_device(self, device) -> "Buffer":
         return self.client.buffer_from_pyval(self.to_py(), device)
@@ -371,6 +378,9 @@ class LoadedExecutable:
         checked = []
         for name, shape, value in zip(names, self._parameters, arguments):
             raw = value._array if isinstance(value, Buffer) else value
+            if _jaxlib.is_device_array(raw) and raw.is_deleted():
+                raise XlaRuntimeError(f"parameter {name!r} of {self._computation.name}: the "
+                                      f"buffer has been deleted")
             if self._partitions == 1 and not _jaxlib.is_device_array(raw):
                 raw = check_array(f"parameter {name!r} of {self._computation.name}", shape, raw)
             elif self._partitions == 1 and (tuple(raw.shape) != shape.dimensions or

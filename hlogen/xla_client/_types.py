@@ -94,9 +94,16 @@ def xla_shape(shape) -> Shape:
     return found
 
 
-def shape_from_pyval(pyval) -> Shape:
-    """The Shape of a value: a tuple (nested) of arrays makes a tuple shape."""
+def shape_from_pyval(pyval, layout=None) -> Shape:
+    """The Shape of a value: a tuple (nested) of arrays makes a tuple shape. `layout`,
+    an array's minor-to-major order, as XLA's Shape.array_shape takes it."""
     if isinstance(pyval, tuple):
+        if layout is not None:
+            raise UnsupportedError(f"shape_from_pyval: layout={layout!r} is for an array; XLA's "
+                                   f"shape_from_pyval takes none for a tuple either")
         return Shape.tuple_shape([shape_from_pyval(v) for v in pyval])
     array = np.asarray(pyval)
-    return Shape.array_shape(dtype_to_etype(array.dtype), array.shape)
+    try:
+        return Shape.array_shape(dtype_to_etype(array.dtype), array.shape, layout)
+    except _xc.XlaRuntimeError as e:
+        raise ShapeError(f"shape_from_pyval: layout={layout!r}: {e}") from None

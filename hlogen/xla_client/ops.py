@@ -15,6 +15,7 @@ Python tuple of XlaOps, as the binding did.
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import math
 
 import numpy as np
@@ -71,11 +72,19 @@ def _tuple(results, builder) -> Op:
     return _ops.tuple(list(results), builder=builder)
 
 
-def _pairs(padding, op_name: str) -> list:
+# XLA's windows (MakeWindow) take an empty list of strides, padding or dilations for
+# the default: strides and dilations 1, no padding; hlogen's take None or "VALID".
+
+def _window(values):
+    return None if isinstance(values, (list, tuple)) and not values else values
+
+
+def _pairs(padding, op_name: str):
     try:
-        return [(int(lo), int(hi)) for lo, hi in padding]
+        pairs = [(int(lo), int(hi)) for lo, hi in padding]
     except (TypeError, ValueError):
         raise ShapeError(f"{op_name}: padding must be (low, high) pairs, got {padding!r}") from None
+    return pairs or "VALID"
 
 
 def _precision(config, op_name: str):
@@ -157,7 +166,7 @@ _UNARY = {
     "Sign": _ops.sign, "Cos": _ops.cos, "Sin": _ops.sin, "Tan": _ops.tan, "Tanh": _ops.tanh,
     "IsFinite": _ops.is_finite, "Neg": _ops.neg, "Sqrt": _ops.sqrt, "Rsqrt": _ops.rsqrt,
     "Cbrt": _ops.cbrt, "Erf": _ops.erf, "Real": _ops.real, "Imag": _ops.imag,
-    "OptimizationBarrier": _ops.optimization_barrier,
+    "OptimizationBarrier": _ops.optimization_barrier, "Logistic": _ops.logistic,
     # XLA's client library defines these by the ops they are made of
     "Square": lambda x: _ops.mul(x, x),
     "Reciprocal": lambda x: _ops.div(1, x),
@@ -442,33 +451,48 @@ def _ceil_ratio(a: int, b: int) -> int:
     return -(-a // b)
 
 
-@_public
-@xla_op()
-def ApproxTopKFallback(builder, operands, init_values, top_k, reduction_dim, comparator,
-                       recall_target=0.9, aggregate_to_topk=True, reduction_input_size_override=-1):
+def _approx_top_k(op_name, builder, operands, init_values, top_k, reduction_dim, comparator,
+                  recall_target, aggregate_to_topk, reduction_input_size_override):
     """The operands sorted by `comparator` along reduction_dim, cut to the size
-    ApproxTopKReductionOutputSize gives (top_k when aggregate_to_topk): a tuple."""
-    builder = _builder(builder, "ApproxTopK")
-    operands = _ops_list(operands, "ApproxTopK", "operands")
-    init_values = _ops_list(init_values, "ApproxTopK", "init_values")
+    ApproxTopKReductionOutputSize gives (top_k when aggregate_to_topk): a tuple. XLA's
+    ApproxTopK (not the fallback) leaves a dimension it does not reduce as it is."""
+    builder = _builder(builder, op_name)
+    operands = _ops_list(operands, op_name, "operands")
+    init_values = _ops_list(init_values, op_name, "init_values")
     if len(init_values) != len(operands) or any(
             v.shape != T.Shape(o.dtype, ()) for o, v in zip(operands, init_values)):
-        raise ShapeError(f"ApproxTopK: init_values must be one scalar per operand, of its type; "
+        raise ShapeError(f"{op_name}: init_values must be one scalar per operand, of its type; "
                          f"got {[v.shape for v in init_values]} for {[o.shape for o in operands]}")
     shape = operands[0].shape
     if not (isinstance(reduction_dim, int) and 0 <= reduction_dim < shape.rank):
-        raise ShapeError(f"ApproxTopK: reduction_dim should range in [0,{shape.rank}), got "
+        raise ShapeError(f"{op_name}: reduction_dim should range in [0,{shape.rank}), got "
                          f"{reduction_dim!r}")
-    size, _ = ApproxTopKReductionOutputSize(shape.dimensions[reduction_dim], shape.rank, top_k,
-                                            recall_target, aggregate_to_topk,
-                                            reduction_input_size_override)
-    ordered = _ops.sort(operands, computation_of(comparator, "ApproxTopK", "comparator"),
+    size, log2_reduction = ApproxTopKReductionOutputSize(
+        shape.dimensions[reduction_dim], shape.rank, top_k, recall_target, aggregate_to_topk,
+        reduction_input_size_override)
+    if op_name == "ApproxTopK" and not aggregate_to_topk and log2_reduction == 0:
+        return _tuple(operands, builder)
+    ordered = _ops.sort(operands, computation_of(comparator, op_name, "comparator"),
                         reduction_dim)
     return _tuple([_ops.slice_in_dim(o, 0, size, 1, reduction_dim) for o in ordered], builder)
 
 
-ApproxTopK = ApproxTopKFallback
-__all__.append("ApproxTopK")
+@_public
+@xla_op()
+def ApproxTopK(builder, operands, init_values, top_k, reduction_dim, comparator,
+               recall_target=0.9, aggregate_to_topk=True, reduction_input_size_override=-1):
+    return _approx_top_k("ApproxTopK", builder, operands, init_values, top_k, reduction_dim,
+                         comparator, recall_target, aggregate_to_topk,
+                         reduction_input_size_override)
+
+
+@_public
+@xla_op()
+def ApproxTopKFallback(builder, operands, init_values, top_k, reduction_dim, comparator,
+                       recall_target=0.9, aggregate_to_topk=True, reduction_input_size_override=-1):
+    return _approx_top_k("ApproxTopKFallback", builder, operands, init_values, top_k,
+                         reduction_dim, comparator, recall_target, aggregate_to_topk,
+                         reduction_input_size_override)
 
 
 # -- shapes and data movement ----------------------------------------------------------------------
@@ -626,8 +650,8 @@ def ReduceWindowWithGeneralPadding(operand=None, init_value=None, computation=No
     init_value = init_value if init_values is None else init_values
     results = _ops.reduce_window(
         operand, init_value, computation_of(computation, "ReduceWindow", "computation"),
-        window_dimensions, window_strides, _pairs(padding, "ReduceWindow"), base_dilations,
-        window_dilations)
+        window_dimensions, _window(window_strides), _pairs(padding, "ReduceWindow"),
+        _window(base_dilations), _window(window_dilations))
     return _one_or_tuple(results, results[0].builder) if isinstance(results, builtins.tuple) \
         else results
 
@@ -638,7 +662,7 @@ def SelectAndScatterWithGeneralPadding(operand, select, window_dimensions, windo
                                        source, init_value, scatter):
     return _ops.select_and_scatter(
         operand, computation_of(select, "SelectAndScatter", "select"), window_dimensions,
-        window_strides, _pairs(padding, "SelectAndScatter"), source, init_value,
+        _window(window_strides), _pairs(padding, "SelectAndScatter"), source, init_value,
         computation_of(scatter, "SelectAndScatter", "scatter"))
 
 
@@ -654,18 +678,15 @@ def Dot(lhs, rhs, precision_config=None, preferred_element_type=None):
 @_public
 @xla_op()
 def DotGeneral(lhs, rhs, dimension_numbers, precision_config=None, preferred_element_type=None):
-    n = make_dot_dimension_numbers(dimension_numbers)
-    numbers = DotDimensionNumbers(
-        n.lhs_contracting_dimensions, n.rhs_contracting_dimensions, n.lhs_batch_dimensions,
-        n.rhs_batch_dimensions)
+    numbers = _numbers(DotDimensionNumbers, make_dot_dimension_numbers(dimension_numbers))
     return _ops.dot_general(lhs, rhs, numbers, _precision(precision_config, "DotGeneral"),
                             _preferred(preferred_element_type, "DotGeneral"))
 
 
-_CONV_FIELDS = ("input_batch_dimension", "input_feature_dimension", "input_spatial_dimensions",
-                "kernel_input_feature_dimension", "kernel_output_feature_dimension",
-                "kernel_spatial_dimensions", "output_batch_dimension", "output_feature_dimension",
-                "output_spatial_dimensions")
+def _numbers(cls, proto):
+    """hlogen's dimension numbers `cls` of XLA's (any object with the proto's fields,
+    which are hlogen's)."""
+    return cls(**{f.name: getattr(proto, f.name) for f in dataclasses.fields(cls)})
 
 
 @_public
@@ -678,8 +699,8 @@ def ConvGeneralDilated(lhs, rhs, window_strides, padding, lhs_dilation, rhs_dila
     reverses the kernel's spatial dimensions it marks. `precision_config` is checked but
     not carried: hlogen's convolution has none (XLA CPU computes at full precision)."""
     _precision(precision_config, "ConvGeneralDilated")
-    n = make_convolution_dimension_numbers(dimension_numbers, lhs.shape.rank - 2)
-    numbers = ConvDimensionNumbers(*(getattr(n, f) for f in _CONV_FIELDS))
+    numbers = _numbers(ConvDimensionNumbers,
+                       make_convolution_dimension_numbers(dimension_numbers, lhs.shape.rank - 2))
     preferred = _preferred(preferred_element_type, "ConvGeneralDilated")
     if preferred is not None and preferred != lhs.dtype:
         if _family(preferred) != _family(lhs.dtype) or preferred.bits < lhs.dtype.bits:
@@ -689,8 +710,9 @@ def ConvGeneralDilated(lhs, rhs, window_strides, padding, lhs_dilation, rhs_dila
     if window_reversal is not None and any(window_reversal):
         rhs = _ops.rev(rhs, [d for d, r in zip(numbers.kernel_spatial_dimensions, window_reversal)
                              if r])
-    return _ops.conv_general_dilated(lhs, rhs, window_strides, _pairs(padding, "ConvGeneralDilated"),
-                                     lhs_dilation, rhs_dilation, numbers, feature_group_count,
+    return _ops.conv_general_dilated(lhs, rhs, _window(window_strides),
+                                     _pairs(padding, "ConvGeneralDilated"), _window(lhs_dilation),
+                                     _window(rhs_dilation), numbers, feature_group_count,
                                      batch_group_count)
 
 
