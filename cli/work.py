@@ -41,6 +41,18 @@ def declaration(name: str):
     return declared_backends.get(name)
 
 
+def compiling(name: str | None):
+    """The PJRT backend that `compile` and `graph --optimized` compile for (None: jax's
+    default device); one that compiles nothing (the interpreter) is exit 2."""
+    if name is None:
+        return None
+    declared = declaration(name)
+    if declared.kind is not Kind.PJRT:
+        raise InputError(f"--backend {name}: {declared.words} compiles nothing; XLA compiles "
+                         f"for a PJRT backend: cpu, gpu or a plugin (hlogen devices lists them)")
+    return declared
+
+
 def run(file: str, function_name: str | None, options: dict, default_inputs=None) -> None:
     """`hlogen run`: exit 2 for bad input (before the backend starts), 1 when a result
     differs from the interpreter's or the expected one. `default_inputs(comp)`: the
@@ -323,6 +335,7 @@ def compile_module(file: str, function_name: str | None, backend: str | None, ou
                    xla_flags: tuple = ()) -> None:
     """`hlogen compile`: XLA's optimized HLO, its cost analysis, a compiled file."""
     xla = options_of.check(xla_flags)  # an unknown name: exit 2, with the closest
+    compiling(backend)
     path = files.Output(output, "-o", inputs=[file]) if output else None
     source = sources.module_source(file, function_name)
     comp, from_file = source.computation, source.compiled

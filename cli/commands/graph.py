@@ -57,10 +57,10 @@ def draw_optimized(file: str, function_name: str | None, backend: str | None, ou
     # here, not at the top: start-up (jax starts for --optimized only)
     from hlogen.runtime import inspection, pjrt
     options = xla_options.check(xla_flags)  # an unknown name: exit 2, with the closest
+    declared = work.compiling(backend)
     comp = sources.computation_from(file, function_name)
     isolation.status("compile", backend=backend)
-    exe = pjrt.compile(comp, None if backend is None else work.declaration(backend),
-                       xla_options=options)
+    exe = pjrt.compile(comp, declared, xla_options=options)
     graph = inspection.optimized_graph(exe)
     dot = None if drawing.check_output(output) in drawing.HTML else inspection.xla_dot(exe)
     on = exe.backend + (f" ({xla_options.text(options)})" if options else "")

@@ -1,0 +1,52 @@
+"""What the review of the command line as pip's (issue 25, item 6) found, as a new user
+meets it: the installed `hlogen` run as a subprocess. Each test failed before its fix;
+what is checked is the exit status, the message (one paragraph naming the argument) and
+that no traceback is printed."""
+from __future__ import annotations
+
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+HLOGEN = pathlib.Path(sys.executable).with_name("hlogen")
+SQUARE = """func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = stablehlo.multiply %x, %x : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+"""
+
+
+@pytest.fixture
+def square(tmp_path):
+    path = tmp_path / "square.mlir"
+    path.write_text(SQUARE)
+    return path
+
+
+def hlogen(*args, cwd=None):
+    environment = {**os.environ, "HLOGEN_CACHE_DIR": str(pathlib.Path(cwd or ".") / "cache")}
+    return subprocess.run([str(HLOGEN), *map(str, args)], capture_output=True, text=True,
+                          timeout=300, cwd=cwd, env=environment)
+
+
+def refused(result, *words) -> None:
+    """Exit 2 with one line, `error: ...`, that holds each of `words`; no traceback."""
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr and "internal error" not in result.stderr
+    assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1, result.stderr
+    for word in words:
+        assert word in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("command", [["compile"], ["graph", "--optimized", "-o", "g.html"]])
+def test_what_compiles_with_xla_refuses_the_interpreter(square, command):
+    """`compile --backend interpret` was an internal error (the interpreter has no
+    optimized HLO); `graph --optimized --backend interpret` drew jax's default device's
+    optimized HLO and called it the interpreter's."""
+    result = hlogen(command[0], square, *command[1:], "--backend", "interpret",
+                    cwd=square.parent)
+    refused(result, "--backend interpret: the reference interpreter compiles nothing")
+    assert not (square.parent / "g.html").exists()
