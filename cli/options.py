@@ -165,13 +165,15 @@ def input_options(input_help: str = INPUT_HELP):
 def side_options(command):
     """--test and --reference (any backend; hlo:NAME takes the route through HLO), each
     with its own XLA options (--test-flag, --reference-flag; --xla-flag for every side that
-    compiles), given to the command as `sides`, a dict (compare and bisect take them)."""
+    compiles), given to the command as `sides`, a dict (compare and bisect take them); and
+    --plugin, as with --backend."""
     @click.option("--test", default="cpu", show_default=True, metavar="BACKEND",
                   help="The side under test: a backend (`hlogen devices` lists them), or "
                        "hlo:BACKEND to go through an HLO module first (as hlo-translate then "
                        "run_hlo_module do).")
     @click.option("--reference", default="interpret", show_default=True, metavar="BACKEND",
                   help="The side it is compared with (as --test names it).")
+    @plugin_option
     @xla_flag_option(whose="each side that compiles")
     @xla_flag_option("--test-flag", "test_flags", "the test side only (over --xla-flag)")
     @xla_flag_option("--reference-flag", "reference_flags",

@@ -4,6 +4,7 @@ what is checked is the exit status, the message (one paragraph naming the argume
 that no traceback is printed."""
 from __future__ import annotations
 
+import importlib.metadata
 import os
 import pathlib
 import subprocess
@@ -50,3 +51,19 @@ def test_what_compiles_with_xla_refuses_the_interpreter(square, command):
                     cwd=square.parent)
     refused(result, "--backend interpret: the reference interpreter compiles nothing")
     assert not (square.parent / "g.html").exists()
+
+
+def test_compare_and_bisect_take_plugin_as_every_command_with_a_backend_does(square):
+    """--test and --reference name any backend, a plugin loaded by path too (README:
+    `--plugin PATH.so[:NAME]` on any command); compare and bisect had no --plugin."""
+    try:
+        library = importlib.metadata.distribution("xla-cpu-pjrt").locate_file(
+            "xla_plugins/xla_cpu_pjrt/xla_cpu_pjrt.so")
+    except importlib.metadata.PackageNotFoundError:
+        pytest.skip("xla-cpu-pjrt (the test extra) is not installed")
+    result = hlogen("compare", square, "--plugin", f"{library}:by_path", "--test", "by_path",
+                    "--reference", "cpu", "--input", "4xf32=1,-2,3e10,0.5", cwd=square.parent)
+    assert result.returncode == 0, result.stderr
+    assert "test by_path and reference cpu agree" in result.stdout
+    assert "all 4 elements match" in result.stdout
+    assert "--plugin PATH.so[:NAME]" in hlogen("bisect", "--help").stdout
