@@ -52,7 +52,8 @@ def setup(file: str, function_name: str | None, inputs: dict, sides: dict,
     made = {}
     for which in ("test", "reference"):
         own = options_of.check(sides[f"{which}_flags"])
-        declaration(sides[which].removeprefix(differential.HLO_ROUTE))  # plugins probed first
+        # plugins probed first; an unknown name: exit 2, naming --test or --reference
+        declaration(sides[which].removeprefix(differential.HLO_ROUTE), f"--{which}")
         side = differential.Side.of(sides[which])
         if not backends.compiles(side.backend):
             if own:

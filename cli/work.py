@@ -33,12 +33,18 @@ from hlogen_cli import compiled as compiled_files, inputs, isolation, outputs, r
 from hlogen_cli.options import RunOptions
 
 
-def declaration(name: str):
+def declaration(name: str, option: str = "--backend"):
     """The backend declared as `name`; a plugin's name finds the plugins, each probed in
-    a child process first (one that ends the process is refused, naming the signal)."""
+    a child process first (one that ends the process is refused, naming the signal). An
+    unknown name is exit 2, naming `option` and the backends there are."""
     if name not in declared_backends.BACKENDS:
         plugins.discover(isolate=True)
-    return declared_backends.get(name)
+    try:
+        return declared_backends.get(name)
+    except InputError:
+        raise InputError(f"{option} {name}: the backend must be one of "
+                         f"{', '.join(declared_backends.names())} (hlogen devices lists them)") \
+            from None
 
 
 def compiling(name: str | None):

@@ -67,3 +67,19 @@ def test_compare_and_bisect_take_plugin_as_every_command_with_a_backend_does(squ
     assert "test by_path and reference cpu agree" in result.stdout
     assert "all 4 elements match" in result.stdout
     assert "--plugin PATH.so[:NAME]" in hlogen("bisect", "--help").stdout
+
+
+@pytest.mark.parametrize("args,option", [
+    (["run", "{m}", "--zero-inputs", "--backend", "nope"], "--backend"),
+    (["compile", "{m}", "--backend", "nope"], "--backend"),
+    (["compare", "{m}", "--test", "nope"], "--test"),
+    (["compare", "{m}", "--reference", "hlo:nope"], "--reference"),
+    (["check", "{m}", "--backend", "nope"], "--backend"),
+])
+def test_an_unknown_backend_is_named_with_its_option(square, args, option):
+    """The message named no option, and offered Python's None ("or None for jax's default
+    device"), the library's words."""
+    result = hlogen(*[str(square) if a == "{m}" else a for a in args], cwd=square.parent)
+    refused(result, f"{option} nope: the backend must be one of cpu, gpu, interpret",
+            "hlogen devices lists them")
+    assert "None" not in result.stderr

@@ -13,8 +13,9 @@ from hlogen.files import Output
 from hlogen.runtime import available, plugins, xla_options
 from hlogen_cli import status
 from hlogen_cli.options import backend_option, xla_flag_option
-from hlogen_cli.reporting import reports_errors
 from hlogen_cli.progress import Progress
+from hlogen_cli.reporting import reports_errors
+from hlogen_cli.work import declaration
 
 ALL = "all"
 
@@ -56,7 +57,7 @@ def command(paths, backend, xla_flags, jobs, timeout, batch, junit_path, json_pa
                           f"compiles nothing")
     if backend in (None, ALL):
         chosen = [b.name for b in backends.BACKENDS.values() if available(b)]
-    elif not available(backends.get(backend)):
+    elif not available(declaration(backend)):
         raise HlogenError(f"--backend {backend}: it is not available here (hlogen devices "
                           f"lists the backends)")
     else:
