@@ -83,3 +83,22 @@ def test_an_unknown_backend_is_named_with_its_option(square, args, option):
     refused(result, f"{option} nope: the backend must be one of cpu, gpu, interpret",
             "hlogen devices lists them")
     assert "None" not in result.stderr
+
+
+def test_check_of_every_backend_says_which_plugin_it_could_not_run(tmp_path):
+    """`check --backend all` ran the others and reported green, never saying that the
+    plugin given with --plugin was left out (README: one that fails to load "is listed as
+    not available, with why, and the command goes on")."""
+    module = tmp_path / "add.mlir"
+    module.write_text("// RUN: stablehlo-translate --interpret %s\n"
+                      "func.func @main() {\n"
+                      "  %0 = stablehlo.constant dense<[1.0, 2.5]> : tensor<2xf32>\n"
+                      "  %1 = stablehlo.add %0, %0 : tensor<2xf32>\n"
+                      "  check.expect_eq_const %1, dense<[2.0, 5.0]> : tensor<2xf32>\n"
+                      "  func.return\n}\n")
+    missing = tmp_path / "libmissing_pjrt.so"
+    result = hlogen("check", module, "--backend", "all", "-j", "1", "--plugin", missing,
+                    cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "interpret: 1 pass" in result.stdout and "cpu: 1 pass" in result.stdout
+    assert f"missing_pjrt: not available, not run: {missing}: no such file" in result.stderr

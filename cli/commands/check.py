@@ -57,6 +57,8 @@ def command(paths, backend, xla_flags, jobs, timeout, batch, junit_path, json_pa
                           f"compiles nothing")
     if backend in (None, ALL):
         chosen = [b.name for b in backends.BACKENDS.values() if available(b)]
+        for name, why in backends.UNAVAILABLE.items():  # plugins that failed to load
+            click.echo(f"{name}: not available, not run: {why}", err=True)
     elif not available(declaration(backend)):
         raise HlogenError(f"--backend {backend}: it is not available here (hlogen devices "
                           f"lists the backends)")
