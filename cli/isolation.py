@@ -51,7 +51,7 @@ import time
 
 import click
 
-from hlogen_cli import reporting
+from hlogen_cli import reporting, status as exit_status  # (status: the child's report, below)
 from hlogen_cli.progress import Progress
 
 _SHUTDOWN_SECONDS = 30  # how long a distributed child may take to leave jax's runtime
@@ -324,9 +324,10 @@ def child(argument: str) -> None:
         getattr(importlib.import_module(f"hlogen_cli.{module}"), function))
     try:
         work(**config["arguments"])
-        code = 0
+        code = exit_status.SUCCESS
     except SystemExit as e:
-        code = 0 if e.code is None else e.code if isinstance(e.code, int) else 1
+        code = exit_status.SUCCESS if e.code is None else e.code if isinstance(e.code, int) \
+            else exit_status.FAILED
     except click.ClickException as e:
         e.show()
         code = e.exit_code
