@@ -72,6 +72,9 @@ def output_option(help_text: str, metavar: str = "OUT", **kwargs):
 force_option = click.option("--force", is_flag=True, help="Overwrite files that exist.")
 no_cache_option = click.option("--no-cache", is_flag=True,
                                help="Compile even when the executable cache has it.")
+verbose_option = click.option("-v", "--verbose", is_flag=True,
+                              help="Report compile time and what the executable cache did "
+                                   "(stderr).")
 
 
 def xla_flag_option(flag: str = "--xla-flag", dest: str = "xla_flags", whose: str = "the compile"):

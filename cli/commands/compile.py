@@ -5,9 +5,9 @@ from __future__ import annotations
 import click
 
 from hlogen_cli import isolation
-from hlogen_cli.reporting import reports_errors
 from hlogen_cli.options import (backend_option, function_option, no_cache_option, output_option,
-                                xla_flag_option)
+                                verbose_option, xla_flag_option)
+from hlogen_cli.reporting import reports_errors
 
 
 @click.command()
@@ -23,7 +23,7 @@ from hlogen_cli.options import (backend_option, function_option, no_cache_option
 @click.option("--memory", is_flag=True,
               help="Print XLA's memory analysis: arguments, outputs, temporaries, generated code.")
 @no_cache_option
-@click.option("-v", "--verbose", is_flag=True, help="Report compile time and what the cache did.")
+@verbose_option
 @reports_errors
 def command(file, function_name, backend, xla_flags, output, hlo, cost, memory, no_cache, verbose):
     """Compile IN with XLA: its optimized HLO, a compiled file, its cost analysis.

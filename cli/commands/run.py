@@ -9,7 +9,7 @@ import click
 
 from hlogen_cli import completion, isolation
 from hlogen_cli.options import (RunOptions, backend_option, function_option, input_options,
-                                no_cache_option, xla_flag_option)
+                                no_cache_option, verbose_option, xla_flag_option)
 from hlogen_cli.reporting import reports_errors
 
 VALUE_HELP = ("2x3xf32=1,2,3,4,5,6, \"2x3xf32=[1 2 3][4 5 6]\", 2x3xf32=0 (a splat), f32=3.5 "
@@ -75,8 +75,7 @@ VALUE_HELP = ("2x3xf32=1,2,3,4,5,6, \"2x3xf32=[1 2 3][4 5 6]\", 2x3xf32=0 (a spl
 @click.option("--repeat", type=click.IntRange(min=1), default=1, show_default=True,
               help="Run N times and report min/median/max time per call (stderr).")
 @no_cache_option
-@click.option("-v", "--verbose", is_flag=True,
-              help="Report compile time and what the executable cache did (stderr).")
+@verbose_option
 @click.option("--profile", metavar="DIR", type=click.Path(file_okay=False),
               help="Trace the compile and the runs with jax's profiler into DIR (made if "
                    "missing, in a folder that exists: a Perfetto trace and TensorBoard's "
