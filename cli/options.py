@@ -216,10 +216,10 @@ class ToleranceChoice:
 def tolerance_options(command):
     """--abs/--rel (XLA's rule), --ulp N or --bitwise, given to the command as one
     ToleranceChoice, `tolerance` (compare and bisect take them)."""
-    @click.option("--abs", "abs_bound", type=click.FloatRange(min=0), default=None,
+    @click.option("--abs", "abs_bound", type=click.FloatRange(min=0), default=None, metavar="A",
                   help="XLA's rule: an element differs only when its absolute error exceeds "
                        "this AND its relative error exceeds --rel (default 1e-3 each).")
-    @click.option("--rel", "rel_bound", type=click.FloatRange(min=0), default=None,
+    @click.option("--rel", "rel_bound", type=click.FloatRange(min=0), default=None, metavar="R",
                   help="The relative error bound of XLA's rule (default 1e-3).")
     @click.option("--ulp", type=click.IntRange(min=0), default=None, metavar="N",
                   help="Instead: floats at most N units in the last place apart.")

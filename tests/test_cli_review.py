@@ -102,3 +102,20 @@ def test_check_of_every_backend_says_which_plugin_it_could_not_run(tmp_path):
     assert result.returncode == 0, result.stdout + result.stderr
     assert "interpret: 1 pass" in result.stdout and "cpu: 1 pass" in result.stdout
     assert f"missing_pjrt: not available, not run: {missing}: no such file" in result.stderr
+
+
+@pytest.mark.parametrize("command,metavars", [
+    ("run", ["--rtol R", "--atol A", "--replicas N", "--num-processes P", "--process-id I",
+             "--repeat N"]),
+    ("check", ["-j, --jobs N", "--timeout SECONDS", "--batch N"]),
+    ("compare", ["--abs A", "--rel R", "--ulp N", "--iterations N", "--shown K"]),
+    ("bisect", ["--abs A", "--rel R"]),
+    ("view", ["--port P"]),
+])
+def test_help_names_values_as_the_readme_s_synopsis_does(command, metavars):
+    """--help said FLOAT RANGE and INTEGER RANGE where the README's synopsis and the
+    option's own help say N, P, R, ... (and SECONDS, as run's and compare's --timeout)."""
+    text = hlogen(command, "--help").stdout
+    assert "RANGE" not in text
+    for metavar in metavars:
+        assert f"  {metavar} " in text, metavar

@@ -25,11 +25,12 @@ ALL = "all"
 @backend_option("A backend (`hlogen devices` lists them: interpret, cpu, gpu, PJRT plugins), "
                 "or all: every one available here (the default).")
 @xla_flag_option(whose="the compiles of PJRT backends")
-@click.option("-j", "--jobs", type=click.IntRange(min=1), default=None,
+@click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, metavar="N",
               help="Worker processes (default: the number of cores).")
 @click.option("--timeout", type=click.FloatRange(min=0.1), default=120.0, show_default=True,
+              metavar="SECONDS",
               help="Seconds one module may run before its worker is killed.")
-@click.option("--batch", type=click.IntRange(min=1), default=8, show_default=True,
+@click.option("--batch", type=click.IntRange(min=1), default=8, show_default=True, metavar="N",
               help="PJRT modules compiled together per executable (1: one by one); a batch "
                    "that fails is run again one by one.")
 @click.option("--junit", "junit_path", metavar="OUT.xml", help="Write a JUnit XML report.")
