@@ -119,3 +119,13 @@ def test_help_names_values_as_the_readme_s_synopsis_does(command, metavars):
     assert "RANGE" not in text
     for metavar in metavars:
         assert f"  {metavar} " in text, metavar
+
+
+def test_compile_s_help_says_when_it_prints_the_hlo(square):
+    """--hlo's help said it is the default without -o or --cost; --memory leaves it out
+    too."""
+    assert "(the default without -o, --cost or --memory)" in \
+        " ".join(hlogen("compile", "--help").stdout.split())
+    memory = hlogen("compile", square, "--memory", cwd=square.parent)
+    assert memory.returncode == 0, memory.stderr
+    assert "HloModule" not in memory.stdout and "arguments:" in memory.stdout

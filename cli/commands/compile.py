@@ -18,7 +18,8 @@ from hlogen_cli.reporting import reports_errors
 @output_option("Write a compiled file: the module and XLA's executable, which hlogen run "
                "OUT.hlx runs without compiling, with this jaxlib on this backend and kind "
                "of device (it refuses others).", metavar="OUT.hlx")
-@click.option("--hlo", is_flag=True, help="Print XLA's optimized HLO (the default without -o or --cost).")
+@click.option("--hlo", is_flag=True,
+              help="Print XLA's optimized HLO (the default without -o, --cost or --memory).")
 @click.option("--cost", is_flag=True, help="Print XLA's cost analysis: flops, bytes accessed, ...")
 @click.option("--memory", is_flag=True,
               help="Print XLA's memory analysis: arguments, outputs, temporaries, generated code.")
