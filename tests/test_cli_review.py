@@ -129,3 +129,15 @@ def test_compile_s_help_says_when_it_prints_the_hlo(square):
     memory = hlogen("compile", square, "--memory", cwd=square.parent)
     assert memory.returncode == 0, memory.stderr
     assert "HloModule" not in memory.stdout and "arguments:" in memory.stdout
+
+
+def test_cache_s_help_names_the_folder_it_uses(tmp_path):
+    """The help said the default is ~/.cache/hlogen; where XDG_CACHE_HOME is set, the
+    cache is there."""
+    environment = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
+    environment.pop("HLOGEN_CACHE_DIR", None)
+    info = subprocess.run([str(HLOGEN), "cache", "info"], capture_output=True, text=True,
+                          env=environment, timeout=300)
+    assert info.returncode == 0 and f"directory: {tmp_path / 'hlogen'}\n" in info.stdout
+    assert "$HLOGEN_CACHE_DIR, else $XDG_CACHE_HOME/hlogen, else ~/.cache/hlogen" in \
+        " ".join(hlogen("cache", "--help").stdout.split())
