@@ -141,3 +141,10 @@ def test_cache_s_help_names_the_folder_it_uses(tmp_path):
     assert info.returncode == 0 and f"directory: {tmp_path / 'hlogen'}\n" in info.stdout
     assert "$HLOGEN_CACHE_DIR, else $XDG_CACHE_HOME/hlogen, else ~/.cache/hlogen" in \
         " ".join(hlogen("cache", "--help").stdout.split())
+
+
+def test_view_s_help_says_function_picks_a_module_s_function_too():
+    """view reads IN as graph does (a module's public function by --function too); its
+    help spoke of .py files only."""
+    assert "or the public function of a module (default: main)" in \
+        " ".join(hlogen("view", "--help").stdout.split())

@@ -19,7 +19,7 @@ VIEW_EXTRA = ("hlogen view needs Google's Model Explorer, an optional extra: pip
 
 @click.command()
 @click.argument("file", metavar="IN", type=click.Path(dir_okay=False, allow_dash=True))
-@function_option("The @hg.function of a .py FILE (default: its only one).")
+@function_option()
 @click.option("--port", type=click.IntRange(1, 65535), default=8080, show_default=True,
               metavar="P",
               help="The port Model Explorer serves on (localhost).")
