@@ -3,9 +3,9 @@
 What XLA or the reference interpreter cannot do and hlogen can know in advance is
 refused before running (hlogen.preflight). What depends on the data (a sort
 comparator that is not a strict weak order, memory exhausted while running) can
-still end the process with a signal. So `hlogen run`, `hlogen compile` and `hlogen
-samples run` do their work in a child, `python -m hlogen_cli.isolation CONFIG`, and
-this process only watches it:
+still end the process with a signal. So `hlogen run`, `compile`, `samples run`,
+`compare`, `bisect` and `graph --optimized` do their work in a child, `python -c ...
+isolation.child(CONFIG)`, and this process only watches it:
 
 - it starts the child at once, before importing anything heavy; the child reads
   and checks the module and the inputs (exit 2 before any backend starts), then

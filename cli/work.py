@@ -1,7 +1,9 @@
 """The work of `hlogen run`, `hlogen compile` and `hlogen samples run`, done in the
 child process that isolation.py watches: read and check the module and the inputs
 (exit 2 before any backend starts), join the distributed runtime, compile (through
-the executable cache, or from a compiled file), run, print, compare, save.
+the executable cache, or from a compiled file), run, print, compare, save. The backend
+a command names is found here (`declaration`, `compiling`), for check, compare, bisect
+and graph --optimized too.
 """
 from __future__ import annotations
 
