@@ -148,3 +148,11 @@ def test_view_s_help_says_function_picks_a_module_s_function_too():
     help spoke of .py files only."""
     assert "or the public function of a module (default: main)" in \
         " ".join(hlogen("view", "--help").stdout.split())
+
+
+def test_graph_refuses_a_backend_it_would_not_use(square):
+    """Without --optimized, graph draws the module as written: --backend was ignored
+    without a word (--xla-flag, the other option of the compile, is refused)."""
+    result = hlogen("graph", square, "-o", "g.html", "--backend", "cpu", cwd=square.parent)
+    refused(result, "--backend cpu chooses where XLA compiles: it goes with --optimized")
+    assert not (square.parent / "g.html").exists()

@@ -10,11 +10,11 @@ import click
 
 from hlogen import drawing
 from hlogen import graph as graphs
-from hlogen.errors import HlogenError
 from hlogen.files import Output
 from hlogen.runtime import xla_options
 from hlogen_cli import isolation, sources, work
-from hlogen_cli.options import backend_option, function_option, output_option, xla_flag_option
+from hlogen_cli.options import (backend_option, function_option, output_option, refuse,
+                                xla_flag_option)
 from hlogen_cli.reporting import reports_errors
 
 
@@ -40,8 +40,11 @@ def command(file, function_name, optimized, backend, xla_flags, output):
     regions (loop bodies, branches, reducers) as clusters."""
     drawing.check_output(output)
     checked = Output(output, "-o", inputs=[file])  # before any work
-    if xla_flags and not optimized:
-        raise HlogenError("--xla-flag sets options of XLA's compile: it goes with --optimized")
+    refuse([(bool(xla_flags) and not optimized,
+             "--xla-flag sets options of XLA's compile: it goes with --optimized"),
+            (backend is not None and not optimized,
+             f"--backend {backend} chooses where XLA compiles: it goes with --optimized (the "
+             f"module as written is drawn without a backend)")])
     if optimized:
         isolation.in_child("commands.graph:draw_optimized",
                            {"file": file, "function_name": function_name, "backend": backend,
