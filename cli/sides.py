@@ -15,7 +15,7 @@ from hlogen.files import Output
 from hlogen.runtime import xla_options as options_of
 from hlogen_cli import inputs as input_values, sources
 from hlogen_cli.options import InputChoice
-from hlogen_cli.work import declaration
+from hlogen_cli.work import checked_xla_flags, declaration
 
 
 @dataclasses.dataclass
@@ -48,10 +48,10 @@ def setup(file: str, function_name: str | None, inputs: dict, sides: dict,
     read = [file, *input_values.files_named(choice.specs)]
     save = Output(choice.save, "--save-inputs", inputs=read) if choice.save else None
     record = Output(json_path, "--json", inputs=read) if json_path else None
-    both = options_of.check(sides["xla_flags"])
+    both = checked_xla_flags(sides["xla_flags"])
     made = {}
     for which in ("test", "reference"):
-        own = options_of.check(sides[f"{which}_flags"])
+        own = checked_xla_flags(sides[f"{which}_flags"], f"--{which}-flag")
         # plugins probed first; an unknown name: exit 2, naming --test or --reference
         declaration(sides[which].removeprefix(differential.HLO_ROUTE), f"--{which}")
         side = differential.Side.of(sides[which])

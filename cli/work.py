@@ -61,6 +61,21 @@ def compiling(name: str | None):
     return declared
 
 
+def checked_xla_flags(values, option: str = "--xla-flag") -> tuple:
+    """XLA's options given as `option NAME=VALUE` (repeatable), checked by
+    hlogen.runtime.xla_options: a bad one is exit 2, naming it as given (an unknown name
+    with the closest known ones)."""
+    for value in values:
+        try:
+            options_of.check([value])
+        except InputError as e:
+            raise InputError(f"{option} {value}: {e}") from None
+    try:
+        return options_of.check(values)
+    except InputError as e:  # a name given twice
+        raise InputError(f"{option}: {e}") from None
+
+
 def run(file: str, function_name: str | None, options: dict, default_inputs=None) -> None:
     """`hlogen run`: exit 2 for bad input (before the backend starts), 1 when a result
     differs from the interpreter's or the expected one. `default_inputs(comp)`: the
@@ -68,7 +83,7 @@ def run(file: str, function_name: str | None, options: dict, default_inputs=None
     o = RunOptions(**options)
     if o.backend is not None:
         declaration(o.backend)  # an unknown name: exit 2, with the names there are
-    asked = options_of.check(o.xla_flags)  # an unknown name: exit 2, with the closest
+    asked = checked_xla_flags(o.xla_flags)
     read = [file, *inputs.files_named([*o.inputs.specs, *o.expected_specs])]
     plan = outputs.output_plan(o.output_specs, read)
     save = files.Output(o.inputs.save, "--save-inputs", inputs=read) if o.inputs.save else None
@@ -342,7 +357,7 @@ def compile_module(file: str, function_name: str | None, backend: str | None, ou
                    hlo: bool, cost: bool, no_cache: bool, verbose: bool, memory: bool = False,
                    xla_flags: tuple = ()) -> None:
     """`hlogen compile`: XLA's optimized HLO, its cost analysis, a compiled file."""
-    xla = options_of.check(xla_flags)  # an unknown name: exit 2, with the closest
+    xla = checked_xla_flags(xla_flags)
     compiling(backend)
     path = files.Output(output, "-o", inputs=[file]) if output else None
     source = sources.module_source(file, function_name)

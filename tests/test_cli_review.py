@@ -156,3 +156,24 @@ def test_graph_refuses_a_backend_it_would_not_use(square):
     result = hlogen("graph", square, "-o", "g.html", "--backend", "cpu", cwd=square.parent)
     refused(result, "--backend cpu chooses where XLA compiles: it goes with --optimized")
     assert not (square.parent / "g.html").exists()
+
+
+@pytest.mark.parametrize("args,said", [
+    (["run", "{m}", "--zero-inputs", "--xla-flag", "xla_cpu_enable_fast_mat=true"],
+     "--xla-flag xla_cpu_enable_fast_mat=true: no XLA option named 'xla_cpu_enable_fast_mat'; "
+     "the closest known: xla_cpu_enable_fast_math"),
+    (["compile", "{m}", "--xla-flag", "xla_cpu_enable_fast_math"],
+     "--xla-flag xla_cpu_enable_fast_math: an XLA option is NAME=VALUE"),
+    (["compare", "{m}", "--reference", "cpu", "--reference-flag", "xla_cpu_enable_fast_math=maybe"],
+     "--reference-flag xla_cpu_enable_fast_math=maybe: XLA option xla_cpu_enable_fast_math "
+     "takes true or false, got 'maybe'"),
+    (["check", "{m}", "--backend", "cpu", "--xla-flag", "xla_backend_optimization_levl=1"],
+     "--xla-flag xla_backend_optimization_levl=1: no XLA option named"),
+    (["graph", "{m}", "--optimized", "-o", "g.html", "--xla-flag", "x=1"],
+     "--xla-flag x=1: no XLA option named 'x'"),
+])
+def test_a_bad_xla_option_is_named_with_the_option_it_came_in(square, args, said):
+    """compare takes XLA's options by three options (--xla-flag, --test-flag,
+    --reference-flag); a bad one was not said to be from any of them."""
+    result = hlogen(*[str(square) if a == "{m}" else a for a in args], cwd=square.parent)
+    refused(result, said)

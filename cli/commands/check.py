@@ -15,7 +15,7 @@ from hlogen_cli import status
 from hlogen_cli.options import backend_option, xla_flag_option
 from hlogen_cli.progress import Progress
 from hlogen_cli.reporting import reports_errors
-from hlogen_cli.work import declaration
+from hlogen_cli.work import checked_xla_flags, declaration
 
 ALL = "all"
 
@@ -52,7 +52,7 @@ def command(paths, backend, xla_flags, jobs, timeout, batch, junit_path, json_pa
     the results by StableHLO's check rules. Exit status 1 when any module fails that is
     not a known deviation, 2 for bad arguments."""
     plugins.discover(isolate=True)  # each loaded in a child first: one that crashes is left out
-    options = xla_options.check(xla_flags)  # an unknown name: exit 2, with the closest
+    options = checked_xla_flags(xla_flags)
     if options and backend not in (None, ALL) and not backends.compiles(backend):
         raise HlogenError(f"--xla-flag sets options of XLA's compiles: --backend {backend} "
                           f"compiles nothing")

@@ -59,7 +59,7 @@ def draw_optimized(file: str, function_name: str | None, backend: str | None, ou
     """In the child: compile with XLA (with --xla-flag's options) and draw its optimized HLO."""
     # here, not at the top: start-up (jax starts for --optimized only)
     from hlogen.runtime import inspection, pjrt
-    options = xla_options.check(xla_flags)  # an unknown name: exit 2, with the closest
+    options = work.checked_xla_flags(xla_flags)
     declared = work.compiling(backend)
     comp = sources.computation_from(file, function_name)
     isolation.status("compile", backend=backend)
