@@ -177,3 +177,32 @@ def test_a_bad_xla_option_is_named_with_the_option_it_came_in(square, args, said
     --reference-flag); a bad one was not said to be from any of them."""
     result = hlogen(*[str(square) if a == "{m}" else a for a in args], cwd=square.parent)
     refused(result, said)
+
+
+PRINTS = '''import hlogen as hg
+
+print("printed while imported")
+
+
+@hg.function
+def double(x: hg.f32[2]):
+    return x + x
+'''
+
+
+def test_emit_to_dev_stdout_keeps_standard_output_the_module(tmp_path):
+    """-o /dev/stdout (README: written in place) put emit's "PATH: signature" line and the
+    user's prints on standard output with the module: a pipe got a module that does not
+    parse, a file redirected to (>) one whose start was written over."""
+    (tmp_path / "prints.py").write_text(PRINTS)
+    piped = hlogen("emit", "prints.py", "-o", "/dev/stdout", cwd=tmp_path)
+    assert piped.returncode == 0, piped.stderr
+    assert piped.stdout.startswith("module @double") and "printed" not in piped.stdout
+    assert "/dev/stdout: double(x: f32[2]) -> (f32[2])" in piped.stderr
+    assert "printed while imported" in piped.stderr
+    with open(tmp_path / "double.txt", "w") as redirected:
+        done = subprocess.run([str(HLOGEN), "emit", "prints.py", "-o", "/dev/stdout"],
+                              stdout=redirected, stderr=subprocess.PIPE, cwd=tmp_path,
+                              timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "double.txt").read_text() == piped.stdout

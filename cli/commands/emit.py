@@ -57,8 +57,9 @@ def command(files_in, function_name, output, fmt, target_version, pipeline, forc
     progress = Progress()
     functions = []  # (file, name, function)
     # what the user's code prints while it is imported and traced goes to stderr when
-    # stdout carries the module (-o -)
-    with _stdout_to_stderr() if output == "-" else contextlib.nullcontext():
+    # stdout carries the module (-o -, -o /dev/stdout), and so does what emit says
+    on_stdout = output == "-" or _is_standard_output(output)
+    with _stdout_to_stderr() if on_stdout else contextlib.nullcontext():
         for k, file in enumerate(files_in):
             progress.count("reading", k, len(files_in))
             found = sources.functions_in(file)
@@ -91,7 +92,7 @@ def command(files_in, function_name, output, fmt, target_version, pipeline, forc
             sys.stdout.flush()
             continue
         paths[k].write(data)
-        click.echo(f"{paths[k]}: {comp.signature()}")
+        click.echo(f"{paths[k]}: {comp.signature()}", err=on_stdout)
 
 
 @contextlib.contextmanager
@@ -108,6 +109,14 @@ def _stdout_to_stderr():
         sys.stdout.flush()
         os.dup2(saved, 1)
         os.close(saved)
+
+
+def _is_standard_output(output) -> bool:
+    """Whether -o names the file that standard output is (/dev/stdout, /dev/fd/1)."""
+    try:
+        return output is not None and os.path.samestat(os.stat(output), os.fstat(1))
+    except OSError:  # not there (yet), or no standard output
+        return False
 
 
 def _emit_paths(output, names: list, what: str, suffix: str, force: bool, read) -> list:
