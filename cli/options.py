@@ -121,6 +121,9 @@ class InputChoice:
             (self.random and self.zero, "choose one of --random-inputs and --zero-inputs"),
             (bool(self.specs) and (self.random or self.zero),
              "--input gives the arguments: not with --random-inputs or --zero-inputs"),
+            ((self.seed is not None or self.large_range) and (bool(self.specs) or self.zero),
+             f"--seed and --large-range choose random inputs: not with "
+             f"{'--input' if self.specs else '--zero-inputs'}"),
             ((self.seed is not None or self.large_range) and not self.random,
              "--seed and --large-range choose random inputs: give --random-inputs too"),
             (self.save is not None and not self.save.endswith(".npz"),

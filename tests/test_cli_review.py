@@ -206,3 +206,15 @@ def test_emit_to_dev_stdout_keeps_standard_output_the_module(tmp_path):
                               timeout=300)
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "double.txt").read_text() == piped.stdout
+
+
+@pytest.mark.parametrize("args,other", [
+    (["run", "{m}", "--input", "4xf32=1", "--seed", "3"], "--input"),
+    (["compare", "{m}", "--zero-inputs", "--large-range"], "--zero-inputs"),
+])
+def test_seed_with_inputs_given_is_refused_for_what_it_is(square, args, other):
+    """--seed or --large-range beside --input or --zero-inputs was told to give
+    --random-inputs too, which those options refuse in turn."""
+    result = hlogen(*[str(square) if a == "{m}" else a for a in args], cwd=square.parent)
+    refused(result, f"--seed and --large-range choose random inputs: not with {other}")
+    assert "give --random-inputs too" not in result.stderr
