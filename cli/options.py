@@ -174,10 +174,12 @@ def side_options(command):
     compiles), given to the command as `sides`, a dict (compare and bisect take them); and
     --plugin, as with --backend."""
     @click.option("--test", default="cpu", show_default=True, metavar="BACKEND",
+                  shell_complete=completion.backend_names,
                   help="The side under test: a backend (`hlogen devices` lists them), or "
                        "hlo:BACKEND to go through an HLO module first (as hlo-translate then "
                        "run_hlo_module do).")
     @click.option("--reference", default="interpret", show_default=True, metavar="BACKEND",
+                  shell_complete=completion.backend_names,
                   help="The side it is compared with (as --test names it).")
     @plugin_option
     @xla_flag_option(whose="each side that compiles")

@@ -218,3 +218,16 @@ def test_seed_with_inputs_given_is_refused_for_what_it_is(square, args, other):
     result = hlogen(*[str(square) if a == "{m}" else a for a in args], cwd=square.parent)
     refused(result, f"--seed and --large-range choose random inputs: not with {other}")
     assert "give --random-inputs too" not in result.stderr
+
+
+@pytest.mark.parametrize("option", ["--backend", "--test", "--reference"])
+def test_tab_completes_every_option_that_names_a_backend(option):
+    """--backend completed the backends' names; compare's --test and --reference, which
+    take the same names, completed nothing."""
+    command = "run" if option == "--backend" else "compare"
+    environment = {**os.environ, "_HLOGEN_COMPLETE": "bash_complete",
+                   "COMP_WORDS": f"hlogen {command} m.mlir {option} ", "COMP_CWORD": "4"}
+    done = subprocess.run([str(HLOGEN)], capture_output=True, text=True, env=environment,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert {"plain,cpu", "plain,interpret"} <= set(done.stdout.split())
