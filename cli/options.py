@@ -69,6 +69,25 @@ def output_option(help_text: str, metavar: str = "OUT", **kwargs):
                         help=help_text, **kwargs)
 
 
+# the forms a module is written in (emit, opt), with emit's file suffix for each
+FORMATS = {"text": ".mlir", "bytecode": ".mlirbc", "portable": ".portable.mlirbc"}
+
+
+def format_options(command):
+    """--format and --target-version, given to the command as `fmt` and `target_version`
+    (emit and opt take them; each refuses a version without --format portable)."""
+    for option in reversed([
+            click.option("--format", "fmt", type=click.Choice(list(FORMATS)), default="text",
+                         show_default=True,
+                         help="StableHLO text, MLIR bytecode, or a versioned StableHLO "
+                              "portable artifact."),
+            click.option("--target-version", metavar="V",
+                         help="StableHLO version of a portable artifact, e.g. 1.9.0 (default: "
+                              "the current one).")]):
+        command = option(command)
+    return command
+
+
 force_option = click.option("--force", is_flag=True, help="Overwrite files that exist.")
 no_cache_option = click.option("--no-cache", is_flag=True,
                                help="Compile even when the executable cache has it.")

@@ -231,3 +231,16 @@ def test_tab_completes_every_option_that_names_a_backend(option):
                           timeout=300)
     assert done.returncode == 0, done.stderr
     assert {"plain,cpu", "plain,interpret"} <= set(done.stdout.split())
+
+
+def test_emit_and_opt_take_format_and_target_version_as_one_option(tmp_path):
+    """--format and --target-version were declared by emit and again by opt, opt's with
+    less help ("Output format."); one declaration (options.format_options) serves both."""
+    def described(command):
+        text = hlogen(command, "--help").stdout
+        return text[text.index("  --format"):text.index("(default: the current one).")]
+    assert described("emit") == described("opt")
+    assert "versioned StableHLO portable artifact" in described("opt")
+    (tmp_path / "m.mlir").write_text(SQUARE)
+    refused(hlogen("opt", "m.mlir", "--target-version", "1.0.0", cwd=tmp_path),
+            "--target-version applies to --format portable only")

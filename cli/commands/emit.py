@@ -11,17 +11,9 @@ import hlogen as hg
 from hlogen import files
 from hlogen.errors import HlogenError
 from hlogen_cli import sources
-from hlogen_cli.options import force_option, function_option, output_option
+from hlogen_cli.options import FORMATS, force_option, format_options, function_option, output_option
 from hlogen_cli.progress import Progress
 from hlogen_cli.reporting import reports_errors
-
-FORMATS = {"text": ".mlir", "bytecode": ".mlirbc", "portable": ".portable.mlirbc"}
-
-
-def format_option(help_text: str):
-    return click.option("--format", "fmt", type=click.Choice(list(FORMATS)), default="text",
-                        show_default=True, help=help_text)
-
 
 def serialized(comp, fmt: str, target_version) -> bytes:
     """`comp` in `fmt` (FORMATS; `target_version`: a portable artifact's StableHLO version)."""
@@ -39,9 +31,7 @@ def serialized(comp, fmt: str, target_version) -> bytes:
 @output_option("Output file (one function), a folder that exists (several: NAME.mlir in it), "
                "or - for standard output. Default: NAME.mlir (or .mlirbc) per function in "
                "the current folder.")
-@format_option("StableHLO text, MLIR bytecode, or a versioned StableHLO portable artifact.")
-@click.option("--target-version", metavar="V",
-              help="StableHLO version of a portable artifact, e.g. 1.9.0 (default: the current one).")
+@format_options
 @click.option("--pipeline", metavar="P",
               help="Pass pipeline to run first: legalize, canonicalize, default, xla-semantics, "
                    "a comma-separated list of those, or 'builtin.module(...)'.")
