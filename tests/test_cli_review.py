@@ -13,6 +13,7 @@ import sys
 import pytest
 
 HLOGEN = pathlib.Path(sys.executable).with_name("hlogen")
+SAMPLES = pathlib.Path(__file__).resolve().parent.parent / "samples"
 SQUARE = """func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
   %0 = stablehlo.multiply %x, %x : tensor<4xf32>
   return %0 : tensor<4xf32>
@@ -244,3 +245,11 @@ def test_emit_and_opt_take_format_and_target_version_as_one_option(tmp_path):
     (tmp_path / "m.mlir").write_text(SQUARE)
     refused(hlogen("opt", "m.mlir", "--target-version", "1.0.0", cwd=tmp_path),
             "--target-version applies to --format portable only")
+
+
+def test_emit_of_several_files_to_standard_output_says_what_to_do():
+    """-o - of several files said "choose with --function", which refuses several files
+    in turn."""
+    result = hlogen("emit", SAMPLES / "elementwise.py", SAMPLES / "mlp.py", "-o", "-")
+    refused(result, "-o - writes one function; 2 files define",
+            "give one FILE and choose with --function")

@@ -59,8 +59,10 @@ def command(files_in, function_name, output, fmt, target_version, pipeline, forc
         progress.clear()
         what = files_in[0] if len(files_in) == 1 else f"{len(files_in)} files"
         if output == "-" and len(functions) > 1:
-            raise HlogenError(f"-o - writes one function; {what} define {len(functions)}: "
-                              f"choose with --function")
+            raise HlogenError(f"-o - writes one function; {what} define"
+                              f"{'s' * (len(files_in) == 1)} {len(functions)}: "
+                              f"{'give one FILE and ' if len(files_in) > 1 else ''}choose "
+                              f"with --function")
         for _, _, fn in functions:  # the error of a function that cannot be traced,
             fn.computation  # raised before anything is written
     names = [name for _, name, _ in functions]
