@@ -3,9 +3,9 @@
 What XLA or the reference interpreter cannot do and hlogen can know in advance is
 refused before running (hlogen.preflight). What depends on the data (a sort
 comparator that is not a strict weak order, memory exhausted while running) can
-still end the process with a signal. So `hlogen run`, `hlogen compile` and `hlogen
-samples run` do their work in a child, `python -m hlogen_cli.isolation CONFIG`, and
-this process only watches it:
+still end the process with a signal. So `hlogen run`, `compile`, `samples run`,
+`compare`, `bisect` and `graph --optimized` do their work in a child, `python -c ...
+isolation.child(CONFIG)`, and this process only watches it:
 
 - it starts the child at once, before importing anything heavy; the child reads
   and checks the module and the inputs (exit 2 before any backend starts), then
@@ -51,7 +51,7 @@ import time
 
 import click
 
-from hlogen_cli import reporting
+from hlogen_cli import reporting, status as exit_status  # (status: the child's report, below)
 from hlogen_cli.progress import Progress
 
 _SHUTDOWN_SECONDS = 30  # how long a distributed child may take to leave jax's runtime
@@ -324,9 +324,10 @@ def child(argument: str) -> None:
         getattr(importlib.import_module(f"hlogen_cli.{module}"), function))
     try:
         work(**config["arguments"])
-        code = 0
+        code = exit_status.SUCCESS
     except SystemExit as e:
-        code = 0 if e.code is None else e.code if isinstance(e.code, int) else 1
+        code = exit_status.SUCCESS if e.code is None else e.code if isinstance(e.code, int) \
+            else exit_status.FAILED
     except click.ClickException as e:
         e.show()
         code = e.exit_code

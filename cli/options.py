@@ -69,9 +69,31 @@ def output_option(help_text: str, metavar: str = "OUT", **kwargs):
                         help=help_text, **kwargs)
 
 
+# the forms a module is written in (emit, opt), with emit's file suffix for each
+FORMATS = {"text": ".mlir", "bytecode": ".mlirbc", "portable": ".portable.mlirbc"}
+
+
+def format_options(command):
+    """--format and --target-version, given to the command as `fmt` and `target_version`
+    (emit and opt take them; each refuses a version without --format portable)."""
+    for option in reversed([
+            click.option("--format", "fmt", type=click.Choice(list(FORMATS)), default="text",
+                         show_default=True,
+                         help="StableHLO text, MLIR bytecode, or a versioned StableHLO "
+                              "portable artifact."),
+            click.option("--target-version", metavar="V",
+                         help="StableHLO version of a portable artifact, e.g. 1.9.0 (default: "
+                              "the current one).")]):
+        command = option(command)
+    return command
+
+
 force_option = click.option("--force", is_flag=True, help="Overwrite files that exist.")
 no_cache_option = click.option("--no-cache", is_flag=True,
                                help="Compile even when the executable cache has it.")
+verbose_option = click.option("-v", "--verbose", is_flag=True,
+                              help="Report compile time and what the executable cache did "
+                                   "(stderr).")
 
 
 def xla_flag_option(flag: str = "--xla-flag", dest: str = "xla_flags", whose: str = "the compile"):
@@ -118,6 +140,9 @@ class InputChoice:
             (self.random and self.zero, "choose one of --random-inputs and --zero-inputs"),
             (bool(self.specs) and (self.random or self.zero),
              "--input gives the arguments: not with --random-inputs or --zero-inputs"),
+            ((self.seed is not None or self.large_range) and (bool(self.specs) or self.zero),
+             f"--seed and --large-range choose random inputs: not with "
+             f"{'--input' if self.specs else '--zero-inputs'}"),
             ((self.seed is not None or self.large_range) and not self.random,
              "--seed and --large-range choose random inputs: give --random-inputs too"),
             (self.save is not None and not self.save.endswith(".npz"),
@@ -174,13 +199,17 @@ def input_options(input_help: str = INPUT_HELP):
 def side_options(command):
     """--test and --reference (any backend; hlo:NAME takes the route through HLO), each
     with its own XLA options (--test-flag, --reference-flag; --xla-flag for every side that
-    compiles), given to the command as `sides`, a dict (compare and bisect take them)."""
+    compiles), given to the command as `sides`, a dict (compare and bisect take them); and
+    --plugin, as with --backend."""
     @click.option("--test", default="cpu", show_default=True, metavar="BACKEND",
+                  shell_complete=completion.backend_names,
                   help="The side under test: a backend (`hlogen devices` lists them), or "
                        "hlo:BACKEND to go through an HLO module first (as hlo-translate then "
                        "run_hlo_module do).")
     @click.option("--reference", default="interpret", show_default=True, metavar="BACKEND",
+                  shell_complete=completion.backend_names,
                   help="The side it is compared with (as --test names it).")
+    @plugin_option
     @xla_flag_option(whose="each side that compiles")
     @xla_flag_option("--test-flag", "test_flags", "the test side only (over --xla-flag)")
     @xla_flag_option("--reference-flag", "reference_flags",
@@ -220,10 +249,10 @@ class ToleranceChoice:
 def tolerance_options(command):
     """--abs/--rel (XLA's rule), --ulp N or --bitwise, given to the command as one
     ToleranceChoice, `tolerance` (compare and bisect take them)."""
-    @click.option("--abs", "abs_bound", type=click.FloatRange(min=0), default=None,
+    @click.option("--abs", "abs_bound", type=click.FloatRange(min=0), default=None, metavar="A",
                   help="XLA's rule: an element differs only when its absolute error exceeds "
                        "this AND its relative error exceeds --rel (default 1e-3 each).")
-    @click.option("--rel", "rel_bound", type=click.FloatRange(min=0), default=None,
+    @click.option("--rel", "rel_bound", type=click.FloatRange(min=0), default=None, metavar="R",
                   help="The relative error bound of XLA's rule (default 1e-3).")
     @click.option("--ulp", type=click.IntRange(min=0), default=None, metavar="N",
                   help="Instead: floats at most N units in the last place apart.")

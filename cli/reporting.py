@@ -1,8 +1,8 @@
 """How a command's failure reaches the user: one paragraph and the contract's exit
 status (0 success, 1 a run or check failed, 2 bad input), a traceback only under
 `hlogen --debug`; and how a signal ends a command (`stopped_by_signals`). The bottom of
-the command line's modules: the parent (main.py) and the child of run/compile
-(isolation.py) both report through it."""
+the command line's modules: the parent (main.py) and the child that does a command's
+work (isolation.py) both report through it."""
 from __future__ import annotations
 
 import contextlib

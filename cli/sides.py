@@ -15,7 +15,7 @@ from hlogen.files import Output
 from hlogen.runtime import xla_options as options_of
 from hlogen_cli import inputs as input_values, sources
 from hlogen_cli.options import InputChoice
-from hlogen_cli.work import declaration
+from hlogen_cli.work import checked_xla_flags, declaration
 
 
 @dataclasses.dataclass
@@ -61,11 +61,12 @@ def setup(file: str, function_name: str | None, inputs: dict, sides: dict,
 def sides_of(sides: dict) -> tuple:
     """The test and reference Sides of side_options' `sides`, each with its XLA options
     (--xla-flag for each that compiles, then its own --test-flag or --reference-flag)."""
-    both = options_of.check(sides["xla_flags"])
+    both = checked_xla_flags(sides["xla_flags"])
     made = {}
     for which in ("test", "reference"):
-        own = options_of.check(sides[f"{which}_flags"])
-        declaration(sides[which].removeprefix(differential.HLO_ROUTE))  # plugins probed first
+        own = checked_xla_flags(sides[f"{which}_flags"], f"--{which}-flag")
+        # plugins probed first; an unknown name: exit 2, naming --test or --reference
+        declaration(sides[which].removeprefix(differential.HLO_ROUTE), f"--{which}")
         side = differential.Side.of(sides[which])
         if not backends.compiles(side.backend):
             if own:

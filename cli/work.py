@@ -1,7 +1,9 @@
 """The work of `hlogen run`, `hlogen compile` and `hlogen samples run`, done in the
 child process that isolation.py watches: read and check the module and the inputs
 (exit 2 before any backend starts), join the distributed runtime, compile (through
-the executable cache, or from a compiled file), run, print, compare, save.
+the executable cache, or from a compiled file), run, print, compare, save. The backend
+a command names is found here (`declaration`, `compiling`), for check, compare, bisect
+and graph --optimized too.
 """
 from __future__ import annotations
 
@@ -33,12 +35,45 @@ from hlogen_cli import compiled as compiled_files, inputs, isolation, outputs, r
 from hlogen_cli.options import RunOptions
 
 
-def declaration(name: str):
+def declaration(name: str, option: str = "--backend"):
     """The backend declared as `name`; a plugin's name finds the plugins, each probed in
-    a child process first (one that ends the process is refused, naming the signal)."""
+    a child process first (one that ends the process is refused, naming the signal). An
+    unknown name is exit 2, naming `option` and the backends there are."""
     if name not in declared_backends.BACKENDS:
         plugins.discover(isolate=True)
-    return declared_backends.get(name)
+    try:
+        return declared_backends.get(name)
+    except InputError:
+        raise InputError(f"{option} {name}: the backend must be one of "
+                         f"{', '.join(declared_backends.names())} (hlogen devices lists them)") \
+            from None
+
+
+def compiling(name: str | None):
+    """The PJRT backend that `compile` and `graph --optimized` compile for (None: jax's
+    default device); one that compiles nothing (the interpreter) is exit 2."""
+    if name is None:
+        return None
+    declared = declaration(name)
+    if declared.kind is not Kind.PJRT:
+        raise InputError(f"--backend {name}: {declared.words} compiles nothing; XLA compiles "
+                         f"for a PJRT backend: cpu, gpu or a plugin (hlogen devices lists them)")
+    return declared
+
+
+def checked_xla_flags(values, option: str = "--xla-flag") -> tuple:
+    """XLA's options given as `option NAME=VALUE` (repeatable), checked by
+    hlogen.runtime.xla_options: a bad one is exit 2, naming it as given (an unknown name
+    with the closest known ones)."""
+    for value in values:
+        try:
+            options_of.check([value])
+        except InputError as e:
+            raise InputError(f"{option} {value}: {e}") from None
+    try:
+        return options_of.check(values)
+    except InputError as e:  # a name given twice
+        raise InputError(f"{option}: {e}") from None
 
 
 def run(file: str, function_name: str | None, options: dict, default_inputs=None) -> None:
@@ -48,7 +83,7 @@ def run(file: str, function_name: str | None, options: dict, default_inputs=None
     o = RunOptions(**options)
     if o.backend is not None:
         declaration(o.backend)  # an unknown name: exit 2, with the names there are
-    asked = options_of.check(o.xla_flags)  # an unknown name: exit 2, with the closest
+    asked = checked_xla_flags(o.xla_flags)
     read = [file, *inputs.files_named([*o.inputs.specs, *o.expected_specs])]
     plan = outputs.output_plan(o.output_specs, read)
     save = files.Output(o.inputs.save, "--save-inputs", inputs=read) if o.inputs.save else None
@@ -322,7 +357,8 @@ def compile_module(file: str, function_name: str | None, backend: str | None, ou
                    hlo: bool, cost: bool, no_cache: bool, verbose: bool, memory: bool = False,
                    xla_flags: tuple = ()) -> None:
     """`hlogen compile`: XLA's optimized HLO, its cost analysis, a compiled file."""
-    xla = options_of.check(xla_flags)  # an unknown name: exit 2, with the closest
+    xla = checked_xla_flags(xla_flags)
+    compiling(backend)
     path = files.Output(output, "-o", inputs=[file]) if output else None
     source = sources.module_source(file, function_name)
     comp, from_file = source.computation, source.compiled

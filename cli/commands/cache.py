@@ -11,7 +11,8 @@ from hlogen_cli.reporting import reports_errors
 
 @click.group()
 def command():
-    """The executable cache of run and compile ($HLOGEN_CACHE_DIR, default ~/.cache/hlogen)."""
+    """The executable cache of run and compile ($HLOGEN_CACHE_DIR, else
+    $XDG_CACHE_HOME/hlogen, else ~/.cache/hlogen)."""
 
 
 def _jaxlib_version() -> str:

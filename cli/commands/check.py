@@ -13,8 +13,9 @@ from hlogen.files import Output
 from hlogen.runtime import available, plugins, xla_options
 from hlogen_cli import status
 from hlogen_cli.options import backend_option, xla_flag_option
-from hlogen_cli.reporting import reports_errors
 from hlogen_cli.progress import Progress
+from hlogen_cli.reporting import reports_errors
+from hlogen_cli.work import checked_xla_flags, declaration
 
 ALL = "all"
 
@@ -24,11 +25,12 @@ ALL = "all"
 @backend_option("A backend (`hlogen devices` lists them: interpret, cpu, gpu, PJRT plugins), "
                 "or all: every one available here (the default).")
 @xla_flag_option(whose="the compiles of PJRT backends")
-@click.option("-j", "--jobs", type=click.IntRange(min=1), default=None,
+@click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, metavar="N",
               help="Worker processes (default: the number of cores).")
 @click.option("--timeout", type=click.FloatRange(min=0.1), default=120.0, show_default=True,
+              metavar="SECONDS",
               help="Seconds one module may run before its worker is killed.")
-@click.option("--batch", type=click.IntRange(min=1), default=8, show_default=True,
+@click.option("--batch", type=click.IntRange(min=1), default=8, show_default=True, metavar="N",
               help="PJRT modules compiled together per executable (1: one by one); a batch "
                    "that fails is run again one by one.")
 @click.option("--junit", "junit_path", metavar="OUT.xml", help="Write a JUnit XML report.")
@@ -50,13 +52,15 @@ def command(paths, backend, xla_flags, jobs, timeout, batch, junit_path, json_pa
     the results by StableHLO's check rules. Exit status 1 when any module fails that is
     not a known deviation, 2 for bad arguments."""
     plugins.discover(isolate=True)  # each loaded in a child first: one that crashes is left out
-    options = xla_options.check(xla_flags)  # an unknown name: exit 2, with the closest
+    options = checked_xla_flags(xla_flags)
     if options and backend not in (None, ALL) and not backends.compiles(backend):
         raise HlogenError(f"--xla-flag sets options of XLA's compiles: --backend {backend} "
                           f"compiles nothing")
     if backend in (None, ALL):
         chosen = [b.name for b in backends.BACKENDS.values() if available(b)]
-    elif not available(backends.get(backend)):
+        for name, why in backends.UNAVAILABLE.items():  # plugins that failed to load
+            click.echo(f"{name}: not available, not run: {why}", err=True)
+    elif not available(declaration(backend)):
         raise HlogenError(f"--backend {backend}: it is not available here (hlogen devices "
                           f"lists the backends)")
     else:

@@ -32,9 +32,10 @@ def comparison_arguments(command):
 @click.command()
 @comparison_arguments
 @click.option("--iterations", type=click.IntRange(min=1), default=1, show_default=True,
+              metavar="N",
               help="Compare N times, with new random inputs each time (seed, seed + 1, ...), "
                    "stopping at the first that differs.")
-@click.option("--shown", type=click.IntRange(min=0), default=5, show_default=True,
+@click.option("--shown", type=click.IntRange(min=0), default=5, show_default=True, metavar="K",
               help="How many differing elements each result's report lists.")
 @click.option("--json", "json_path", metavar="OUT.json",
               help="Write the whole comparison as JSON (sides, rule, each iteration's reports; "

@@ -5,9 +5,9 @@ from __future__ import annotations
 import click
 
 from hlogen_cli import isolation
-from hlogen_cli.reporting import reports_errors
 from hlogen_cli.options import (backend_option, function_option, no_cache_option, output_option,
-                                xla_flag_option)
+                                verbose_option, xla_flag_option)
+from hlogen_cli.reporting import reports_errors
 
 
 @click.command()
@@ -18,12 +18,13 @@ from hlogen_cli.options import (backend_option, function_option, no_cache_option
 @output_option("Write a compiled file: the module and XLA's executable, which hlogen run "
                "OUT.hlx runs without compiling, with this jaxlib on this backend and kind "
                "of device (it refuses others).", metavar="OUT.hlx")
-@click.option("--hlo", is_flag=True, help="Print XLA's optimized HLO (the default without -o or --cost).")
+@click.option("--hlo", is_flag=True,
+              help="Print XLA's optimized HLO (the default without -o, --cost or --memory).")
 @click.option("--cost", is_flag=True, help="Print XLA's cost analysis: flops, bytes accessed, ...")
 @click.option("--memory", is_flag=True,
               help="Print XLA's memory analysis: arguments, outputs, temporaries, generated code.")
 @no_cache_option
-@click.option("-v", "--verbose", is_flag=True, help="Report compile time and what the cache did.")
+@verbose_option
 @reports_errors
 def command(file, function_name, backend, xla_flags, output, hlo, cost, memory, no_cache, verbose):
     """Compile IN with XLA: its optimized HLO, a compiled file, its cost analysis.

@@ -11,17 +11,9 @@ import hlogen as hg
 from hlogen import files
 from hlogen.errors import HlogenError
 from hlogen_cli import sources
-from hlogen_cli.options import force_option, function_option, output_option
+from hlogen_cli.options import FORMATS, force_option, format_options, function_option, output_option
 from hlogen_cli.progress import Progress
 from hlogen_cli.reporting import reports_errors
-
-FORMATS = {"text": ".mlir", "bytecode": ".mlirbc", "portable": ".portable.mlirbc"}
-
-
-def format_option(help_text: str):
-    return click.option("--format", "fmt", type=click.Choice(list(FORMATS)), default="text",
-                        show_default=True, help=help_text)
-
 
 def serialized(comp, fmt: str, target_version) -> bytes:
     """`comp` in `fmt` (FORMATS; `target_version`: a portable artifact's StableHLO version)."""
@@ -39,9 +31,7 @@ def serialized(comp, fmt: str, target_version) -> bytes:
 @output_option("Output file (one function), a folder that exists (several: NAME.mlir in it), "
                "or - for standard output. Default: NAME.mlir (or .mlirbc) per function in "
                "the current folder.")
-@format_option("StableHLO text, MLIR bytecode, or a versioned StableHLO portable artifact.")
-@click.option("--target-version", metavar="V",
-              help="StableHLO version of a portable artifact, e.g. 1.9.0 (default: the current one).")
+@format_options
 @click.option("--pipeline", metavar="P",
               help="Pass pipeline to run first: legalize, canonicalize, default, xla-semantics, "
                    "a comma-separated list of those, or 'builtin.module(...)'.")
@@ -57,8 +47,9 @@ def command(files_in, function_name, output, fmt, target_version, pipeline, forc
     progress = Progress()
     functions = []  # (file, name, function)
     # what the user's code prints while it is imported and traced goes to stderr when
-    # stdout carries the module (-o -)
-    with _stdout_to_stderr() if output == "-" else contextlib.nullcontext():
+    # stdout carries the module (-o -, -o /dev/stdout), and so does what emit says
+    on_stdout = output == "-" or _is_standard_output(output)
+    with _stdout_to_stderr() if on_stdout else contextlib.nullcontext():
         for k, file in enumerate(files_in):
             progress.count("reading", k, len(files_in))
             found = sources.functions_in(file)
@@ -68,8 +59,10 @@ def command(files_in, function_name, output, fmt, target_version, pipeline, forc
         progress.clear()
         what = files_in[0] if len(files_in) == 1 else f"{len(files_in)} files"
         if output == "-" and len(functions) > 1:
-            raise HlogenError(f"-o - writes one function; {what} define {len(functions)}: "
-                              f"choose with --function")
+            raise HlogenError(f"-o - writes one function; {what} define"
+                              f"{'s' * (len(files_in) == 1)} {len(functions)}: "
+                              f"{'give one FILE and ' if len(files_in) > 1 else ''}choose "
+                              f"with --function")
         for _, _, fn in functions:  # the error of a function that cannot be traced,
             fn.computation  # raised before anything is written
     names = [name for _, name, _ in functions]
@@ -91,7 +84,7 @@ def command(files_in, function_name, output, fmt, target_version, pipeline, forc
             sys.stdout.flush()
             continue
         paths[k].write(data)
-        click.echo(f"{paths[k]}: {comp.signature()}")
+        click.echo(f"{paths[k]}: {comp.signature()}", err=on_stdout)
 
 
 @contextlib.contextmanager
@@ -108,6 +101,14 @@ def _stdout_to_stderr():
         sys.stdout.flush()
         os.dup2(saved, 1)
         os.close(saved)
+
+
+def _is_standard_output(output) -> bool:
+    """Whether -o names the file that standard output is (/dev/stdout, /dev/fd/1)."""
+    try:
+        return output is not None and os.path.samestat(os.stat(output), os.fstat(1))
+    except OSError:  # not there (yet), or no standard output
+        return False
 
 
 def _emit_paths(output, names: list, what: str, suffix: str, force: bool, read) -> list:

@@ -10,11 +10,11 @@ import click
 
 from hlogen import drawing
 from hlogen import graph as graphs
-from hlogen.errors import HlogenError
 from hlogen.files import Output
 from hlogen.runtime import xla_options
 from hlogen_cli import isolation, sources, work
-from hlogen_cli.options import backend_option, function_option, output_option, xla_flag_option
+from hlogen_cli.options import (backend_option, function_option, output_option, refuse,
+                                xla_flag_option)
 from hlogen_cli.reporting import reports_errors
 
 
@@ -40,8 +40,11 @@ def command(file, function_name, optimized, backend, xla_flags, output):
     regions (loop bodies, branches, reducers) as clusters."""
     drawing.check_output(output)
     checked = Output(output, "-o", inputs=[file])  # before any work
-    if xla_flags and not optimized:
-        raise HlogenError("--xla-flag sets options of XLA's compile: it goes with --optimized")
+    refuse([(bool(xla_flags) and not optimized,
+             "--xla-flag sets options of XLA's compile: it goes with --optimized"),
+            (backend is not None and not optimized,
+             f"--backend {backend} chooses where XLA compiles: it goes with --optimized (the "
+             f"module as written is drawn without a backend)")])
     if optimized:
         isolation.in_child("commands.graph:draw_optimized",
                            {"file": file, "function_name": function_name, "backend": backend,
@@ -56,11 +59,11 @@ def draw_optimized(file: str, function_name: str | None, backend: str | None, ou
     """In the child: compile with XLA (with --xla-flag's options) and draw its optimized HLO."""
     # here, not at the top: start-up (jax starts for --optimized only)
     from hlogen.runtime import inspection, pjrt
-    options = xla_options.check(xla_flags)  # an unknown name: exit 2, with the closest
+    options = work.checked_xla_flags(xla_flags)
+    declared = work.compiling(backend)
     comp = sources.computation_from(file, function_name)
     isolation.status("compile", backend=backend)
-    exe = pjrt.compile(comp, None if backend is None else work.declaration(backend),
-                       xla_options=options)
+    exe = pjrt.compile(comp, declared, xla_options=options)
     graph = inspection.optimized_graph(exe)
     dot = None if drawing.check_output(output) in drawing.HTML else inspection.xla_dot(exe)
     on = exe.backend + (f" ({xla_options.text(options)})" if options else "")

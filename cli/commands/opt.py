@@ -9,8 +9,8 @@ from hlogen import passes
 from hlogen.errors import HlogenError
 from hlogen.files import Output
 from hlogen_cli import sources
-from hlogen_cli.commands.emit import format_option, serialized
-from hlogen_cli.options import force_option, output_option
+from hlogen_cli.commands.emit import serialized
+from hlogen_cli.options import force_option, format_options, output_option
 from hlogen_cli.reporting import reports_errors
 
 
@@ -31,8 +31,7 @@ class _PipelinesHelp(click.Command):
               help="Named pipelines, comma-separated (default: default; each is listed below).")
 @click.option("--mlir-pipeline", metavar="'builtin.module(...)'",
               help="A raw MLIR pass pipeline, run as it is.")
-@format_option("Output format.")
-@click.option("--target-version", metavar="V", help="StableHLO version of a portable artifact.")
+@format_options
 @output_option("Output file (in a folder that exists), or - for standard output.", default="-",
                show_default=True)
 @force_option

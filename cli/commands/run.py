@@ -9,7 +9,7 @@ import click
 
 from hlogen_cli import completion, isolation
 from hlogen_cli.options import (RunOptions, backend_option, function_option, input_options,
-                                no_cache_option, xla_flag_option)
+                                no_cache_option, verbose_option, xla_flag_option)
 from hlogen_cli.reporting import reports_errors
 
 VALUE_HELP = ("2x3xf32=1,2,3,4,5,6, \"2x3xf32=[1 2 3][4 5 6]\", 2x3xf32=0 (a splat), f32=3.5 "
@@ -43,21 +43,23 @@ VALUE_HELP = ("2x3xf32=1,2,3,4,5,6, \"2x3xf32=[1 2 3][4 5 6]\", 2x3xf32=0 (a spl
 @click.option("--expected-output", "expected_specs", multiple=True, metavar="VALUE",
               help="One per result, in the forms of --input (per replica as --input is); exit 1 "
                    "when a result differs by --atol/--rtol.")
-@click.option("--rtol", type=click.FloatRange(min=0), default=1e-5, show_default=True,
+@click.option("--rtol", type=click.FloatRange(min=0), default=1e-5, show_default=True, metavar="R",
               help="The relative error bound of comparisons, by XLA's rule: an element differs "
                    "only when it exceeds both --atol and --rtol (floats; integers compare "
                    "exactly; two NaNs match).")
-@click.option("--atol", type=click.FloatRange(min=0), default=1e-6, show_default=True,
+@click.option("--atol", type=click.FloatRange(min=0), default=1e-6, show_default=True, metavar="A",
               help="The absolute error bound of comparisons (XLA's rule, with --rtol).")
-@click.option("--replicas", type=click.IntRange(min=1), default=None,
+@click.option("--replicas", type=click.IntRange(min=1), default=None, metavar="N",
               help="Run N replicas, one per device (on the CPU, hlogen starts enough devices); "
                    "default 1, or one per process. Results are printed per replica and saved "
                    "with a leading replica dimension.")
 @click.option("--num-processes", type=click.IntRange(min=1), default=1, show_default=True,
+              metavar="P",
               help="Share the replicas among P processes (one hlogen run each, with the same "
                    "options but --process-id), over jax's distributed runtime: each passes the "
                    "inputs of its N/P replicas and prints and saves their results.")
 @click.option("--process-id", type=click.IntRange(min=0), default=0, show_default=True,
+              metavar="I",
               help="This process's index, 0..P-1 (process p runs replicas p*N/P ..).")
 @click.option("--coordinator", metavar="HOST:PORT",
               help="Where process 0 serves the distributed runtime (the same for every process).")
@@ -72,11 +74,10 @@ VALUE_HELP = ("2x3xf32=1,2,3,4,5,6, \"2x3xf32=[1 2 3][4 5 6]\", 2x3xf32=0 (a spl
                    "saves bf16, f4, f6, f8, int2 and int4 results as raw bytes: read them "
                    "with ml_dtypes, np.load(f).view(ml_dtypes.bfloat16) (.npz: "
                    "np.load(f)['result_0'].view(...)).")
-@click.option("--repeat", type=click.IntRange(min=1), default=1, show_default=True,
+@click.option("--repeat", type=click.IntRange(min=1), default=1, show_default=True, metavar="N",
               help="Run N times and report min/median/max time per call (stderr).")
 @no_cache_option
-@click.option("-v", "--verbose", is_flag=True,
-              help="Report compile time and what the executable cache did (stderr).")
+@verbose_option
 @click.option("--profile", metavar="DIR", type=click.Path(file_okay=False),
               help="Trace the compile and the runs with jax's profiler into DIR (made if "
                    "missing, in a folder that exists: a Perfetto trace and TensorBoard's "

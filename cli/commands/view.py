@@ -19,8 +19,9 @@ VIEW_EXTRA = ("hlogen view needs Google's Model Explorer, an optional extra: pip
 
 @click.command()
 @click.argument("file", metavar="IN", type=click.Path(dir_okay=False, allow_dash=True))
-@function_option("The @hg.function of a .py FILE (default: its only one).")
+@function_option()
 @click.option("--port", type=click.IntRange(1, 65535), default=8080, show_default=True,
+              metavar="P",
               help="The port Model Explorer serves on (localhost).")
 @click.option("--no-browser", is_flag=True,
               help="Serve without opening a browser (print the address).")
