@@ -12,6 +12,7 @@ import os
 import pathlib
 import select
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -75,8 +76,9 @@ def workers_at_work(pid: int) -> bool:
     on its standard error, a file /proc shows)."""
     said = []
     for child in living(pid, pid):
-        try:
-            said.append(pathlib.Path(f"/proc/{child}/fd/2").read_bytes())
+        try:  # a file only: reading a pipe (a child's captured stderr) would wait forever
+            if stat.S_ISREG(os.stat(f"/proc/{child}/fd/2").st_mode):
+                said.append(pathlib.Path(f"/proc/{child}/fd/2").read_bytes())
         except OSError:
             continue
     return len(said) == 2 and all(b"--- task" in s for s in said)

@@ -51,12 +51,9 @@ def command(paths, backend, xla_flags, jobs, timeout, batch, junit_path, json_pa
     """Run StableHLO conformance files (PATHS: files or directories of .mlir) and judge
     the results by StableHLO's check rules. Exit status 1 when any module fails that is
     not a known deviation, 2 for bad arguments."""
-    plugins.discover(isolate=True)  # each loaded in a child first: one that crashes is left out
     options = checked_xla_flags(xla_flags)
-    if options and backend not in (None, ALL) and not backends.compiles(backend):
-        raise HlogenError(f"--xla-flag sets options of XLA's compiles: --backend {backend} "
-                          f"compiles nothing")
     if backend in (None, ALL):
+        plugins.discover(isolate=True)  # each loaded in a child first: one that crashes is left out
         chosen = [b.name for b in backends.BACKENDS.values() if available(b)]
         for name, why in backends.UNAVAILABLE.items():  # plugins that failed to load
             click.echo(f"{name}: not available, not run: {why}", err=True)
@@ -65,6 +62,9 @@ def command(paths, backend, xla_flags, jobs, timeout, batch, junit_path, json_pa
                           f"lists the backends)")
     else:
         chosen = [backend]
+    if options and not any(backends.compiles(b) for b in chosen):
+        raise HlogenError(f"--xla-flag sets options of XLA's compiles: --backend {backend} "
+                          f"compiles nothing")
     if sample:
         paths = stratified(paths)
     read = [*conformance_files.discover(paths), *known_paths]
