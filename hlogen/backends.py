@@ -337,7 +337,8 @@ def _native_code(op):
             f"jaxlib's LAPACK potrf, trsm and getrf)")
 
 
-def _threads() -> int:
+def cores() -> int:
+    """The cores this process may run on (the interpreter's runner has a thread per core)."""
     try:
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
@@ -362,7 +363,7 @@ def _parallel_runner_refusal(module: ir.Module, num_replicas: int):
     if num_replicas == 1 and not ops:
         return None  # no parallel runner
     # each replica runs on a thread of a pool of one thread per core; more wait forever
-    threads = _threads()
+    threads = cores()
     if num_replicas > threads:
         return None, (f"the reference interpreter runs replicas on one thread per core "
                       f"({threads} here) and deadlocks (aborting the process) with more: "

@@ -1,8 +1,6 @@
 """`hlogen devices`: every declared backend (hlogen.backends) and its devices."""
 from __future__ import annotations
 
-import os
-
 import click
 
 from hlogen import backends
@@ -40,8 +38,7 @@ def command():
             continue
         found = client.local_devices()
         if backend.platform == "cpu":  # XLA CPU's devices are not cores: say so
-            cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
-                else os.cpu_count()
+            cores = backends.cores()
             click.echo(f"{backend.name}: {len(found)} virtual devices (ids {found[0].id}-"
                        f"{found[-1].id}, {client.platform} {client.platform_version}) that "
                        f"share this machine's {cores} core{'s' * (cores != 1)}: XLA CPU runs "

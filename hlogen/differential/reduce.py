@@ -537,7 +537,7 @@ def _foldable(module: ir.Module) -> list:
     for i, op in enumerate(_ops(module)):
         if op.name == "stablehlo.constant" or op.name in _EFFECTS or len(op.regions) or \
                 not len(op.operands) or not op.name.startswith("stablehlo.") or \
-                op.name in backends.INTERPRET.refuses:
+                backends.INTERPRET.refusal(op):
             continue
         defining = [mlir.defining_op(v) for v in op.operands]
         if all(d is not None and d.name == "stablehlo.constant" for d in defining) and \

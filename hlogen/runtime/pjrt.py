@@ -17,7 +17,7 @@ import numpy as np
 
 from hlogen import backends
 from hlogen import types as T
-from hlogen.backends import Backend
+from hlogen.backends import Backend, Kind
 from hlogen.computation import Computation
 from hlogen.errors import ExecutionError, HlogenError, InputError, UnsupportedError
 from hlogen.ops.collectives import MAX_REPLICAS
@@ -110,6 +110,9 @@ def compile(computation: Computation, backend: Backend | str | None = None,
     of the backend's own (Backend.with_options)."""
     check_signature(computation)
     backend = None if backend is None else backends.get(backend)
+    if backend is not None and backend.kind is not Kind.PJRT:
+        raise HlogenError(f"pjrt.compile: {backend.name} is {backend.words}, not a PJRT "
+                          f"backend (hg.compile runs every backend)")
     pjrt = client(None if backend is None else backend.platform, num_replicas)
     backend = backend or declaration(pjrt)
     devices = [pjrt.local_devices()[0]] if num_replicas == 1 else \
