@@ -28,6 +28,8 @@ from hlogen.ops._common import (INTEGER, array_operand, as_operand_list, check_k
 
 def _as_signed(index: Op, target: T.ElementType) -> Op:
     """`index` converted to the signed `target` with its value kept."""
+    if index.dtype is target:  # (the common case, on the hot path of emission)
+        return index
     value = semantics.signed_index(index.builder, index.shape, index.value, target)
     return Op(index.builder, value, index.shape.with_element_type(target))
 
