@@ -38,7 +38,7 @@ COMMANDS = {
     "reduce": ("reduce", "Shrink IN while it stays interesting, and write the smallest module "
                          "found."),
     "fuzz": ("fuzz", "Run random and mutated programs on two backends and keep a reduced "
-                     "reproducer of each kind of difference."),
+                     "reproducer of each cause of a difference."),
     "samples": ("samples", "The sample computations (samples/*.py): list them, show one, run one."),
     "completion": ("completion", "Print the shell completion script"),
 }

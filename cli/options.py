@@ -161,11 +161,6 @@ LARGE_RANGE_OPTION = click.option(
          "NaN), as run_hlo_module's --use_large_range, instead of [-0.1, 0.2).")
 
 
-def random_input_options(command):
-    """--seed and --large-range alone (fuzz draws every input at random)."""
-    return SEED_OPTION(LARGE_RANGE_OPTION(command))
-
-
 def input_options(input_help: str = INPUT_HELP):
     """--input, --random-inputs [--seed N] [--large-range], --zero-inputs and --save-inputs,
     given to the command as one InputChoice, `inputs` (run, compare, bisect take them)."""

@@ -1,27 +1,42 @@
 """The fuzzer behind `hlogen fuzz` (`hg.fuzz`): programs run on two backends until they
-disagree, each disagreement reduced, named and kept once.
+disagree, each disagreement reduced, named by its cause and kept once.
 
 Each program is random (hlogen.differential.generate: hlogen's op library, its shape
-rules, bounded sizes and depth) or, with a corpus, one of its modules (a module of a
-file of StableHLO, made runnable as the conformance runner makes it: checks become
-results, constants parameters with the file's values; hlogen.conformance.module), as it
-is the first time and mutated (hlogen.differential.mutate) after. It runs on the test
-and the reference side in a child process that may die or be stopped
-(hlogen.differential.isolated), with random inputs (hlogen.differential.inputs:
-run_hlo_module's, `large_range` over the whole exponent range) or the corpus file's
-values. What counts as a finding:
+rules, bounded sizes and depth, and its dictionary of idioms compilers rewrite) or, with a
+corpus, one of its modules (a module of a file of StableHLO, made runnable as the
+conformance runner makes it: checks become results, constants parameters with the file's
+values; hlogen.conformance.module), as it is the first time and mutated
+(hlogen.differential.mutate) after. It runs on the test and the reference side in a
+child process that may die or be stopped (hlogen.differential.isolated), with random
+inputs (hlogen.differential.inputs: run_hlo_module's; for a share of the programs,
+`large_range`, over the whole exponent range, where overflows and rewrites of extreme
+values show) or the corpus file's values. What counts as a finding:
 - a divergence: the results differ by the comparison rule (XLA's Near by default);
 - an error only one side reports (what hlogen refuses before a backend sees the module,
   hlogen.preflight's refusals, is not one: the program is skipped);
 - a crash: a side's process ends by a signal.
 Each finding is reduced (hlogen.differential.interests, at most `reduce_seconds`) while
 it stays the same kind: a divergence whose first difference is of the same class, the
-same side's error or crash with the same message (numbers aside). Its signature is the
-kind and the ops of the reduced module (constants aside); one reproducer per signature
-is kept in the output folder (NAME.mlir, NAME.inputs.npz, NAME.txt with what differed
-and the command that shows it), with `summary.json` (every signature the folder holds,
-this run's counts) and `junit.xml`. A signature already in the folder's summary is not
-new: `Fuzzed.new` lists the others.
+same side's error or crash with the same message (numbers aside). Its signature names
+the cause once, as a triager files it (`Signature`):
+- a divergence: the class of the first difference (interests.difference_class: a NaN
+  or an infinity, a subnormal, an integer, a predicate, a value, a shape) and the op
+  where the sides first differ, found by probing (every top-level value of main returned
+  and compared, hlogen.conformance.explain.probed; by the rule, or by 3 ULP and the
+  relative bound where the rule is Near, so that a subnormal flushed to zero is seen
+  where it is flushed), named as the module writes it (a chlo op, not its
+  decomposition); where that op's values on one side are the other side's with
+  subnormals (of its operands and results) made zeros, the cause is the side's flushing
+  of subnormals, whatever the op: one signature. Where no probe differs (probing keeps a
+  compiler from a rewrite), the op that makes the first differing result;
+- an error or a crash: the side, the error's class (or the signal) and the gist of its
+  message (numbers aside: interests.message_gist).
+One reproducer per signature is kept in the output folder (NAME.mlir, NAME.inputs.npz,
+NAME.txt with what differed and the command that shows it), with `summary.json` (every
+signature the folder holds, this run's counts) and `junit.xml`. A program whose
+difference has, before reduction, a signature this run has already reduced is counted
+for it (`Finding.seen`) and not reduced again. A signature already in the folder's
+summary is not new: `Fuzzed.new` lists the others.
 """
 from __future__ import annotations
 
@@ -29,6 +44,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import random
 import re
 import time
 import xml.etree.ElementTree as ET
@@ -42,14 +58,15 @@ from hlogen import backends, files, mlir
 from hlogen import types as T
 from hlogen.computation import Computation
 from hlogen.conformance import files as conformance_files
-from hlogen.conformance.bounds import reassociation_bound
+from hlogen.conformance.bounds import REDUCTIONS, reassociation_bound
 from hlogen.conformance import explain
 from hlogen.conformance.module import Case, constant_of, load_case
-from hlogen.differential.compare import Side
+from hlogen.differential.compare import Comparison, Side
 from hlogen.differential.generate import (DEFAULT_ELEMENT_TYPES, checked_options, generate,
                                           mutate)
-from hlogen.differential.interests import (Divergence, Failure, Inputs, Interest,
-                                           difference_class, message_pattern, reduce_with)
+from hlogen.differential.interests import (Divergence, Failure, Inputs, Interest, class_of,
+                                           difference_class, message_gist, message_pattern,
+                                           reduce_with)
 from hlogen.differential.isolated import Children, Died
 from hlogen.differential.near import Tolerance, compare_arrays, judge
 from hlogen.differential.reduce import op_alone
@@ -58,10 +75,32 @@ from hlogen.loading import load
 from hlogen.runtime.execution import prepare
 
 SUMMARY, JUNIT = "summary.json", "junit.xml"
+LARGE_RANGE_SHARE = 0.5  # of the programs, by default, whose inputs span the exponent range
 _PROGRAM_SEED = 1_000_003  # program k of a run of seed S has seed S * _PROGRAM_SEED + k
-# ops a signature leaves out: whether a value is a constant or a parameter is incidental
+# ops a finding's op list leaves out: whether a value is a constant or a parameter is
+# incidental
 _NOT_SIGNED = frozenset({"stablehlo.constant", "func.func", "func.return", "stablehlo.return",
                          "builtin.module"})
+_WRITTEN = "hlogen.fuzz.op"  # a location's name: which op of main, as written, a probe is of
+_SCALED = Tolerance(ulp=3)  # where the rule is Near, an op's values also differ beyond this
+_TINY = 3  # ops of a module that a signature may name together
+
+
+@dataclasses.dataclass(frozen=True)
+class Signature:
+    """What a triager files once: the kind ("divergence", "error on SIDE", "crash of
+    SIDE"), the difference (the class of the first difference, the error's class, or the
+    signal), the op where the sides first differ (a divergence's), and a gist (an error's
+    message, or what explains a divergence at no op in particular)."""
+
+    kind: str
+    difference: str
+    at: str | None = None
+    gist: str | None = None
+
+    def __str__(self) -> str:
+        return (f"{self.kind} ({self.difference})" + (f" at {self.at}" if self.at else "")
+                + (f": {self.gist}" if self.gist else ""))
 
 
 @dataclasses.dataclass
@@ -69,7 +108,10 @@ class Finding:
     """One signature: what differed, reduced, and where its reproducer is."""
 
     signature: str
-    kind: str             # "divergence (value)", "error on cpu", "crash of cpu"
+    kind: str             # "divergence", "error on cpu", "crash of cpu"
+    difference: str       # "value", "subnormal", ...; "ExecutionError", ...; "SIGABRT"
+    at: str | None        # the op where the sides first differ (a divergence)
+    gist: str | None      # an error's message, normalized; or why a divergence is at no op
     ops: list             # of the reduced module (constants aside), sorted
     program: str          # where the program came from: generate(...) or a corpus module
     message: str          # what differed on the reduced module
@@ -99,8 +141,9 @@ class Fuzzed:
     programs: int = 0     # generated or taken from the corpus
     generated: int = 0
     from_corpus: int = 0
+    large_range: int = 0  # programs whose random inputs span the exponent range
     agreed: int = 0
-    reducing: float = 0.0  # seconds spent reducing findings (repeated signatures included)
+    reducing: float = 0.0  # seconds spent reducing findings
     skipped: dict = dataclasses.field(default_factory=dict)  # why -> count
     findings: list = dataclasses.field(default_factory=list)
 
@@ -113,8 +156,8 @@ class Fuzzed:
                 "tolerance": self.tolerance.to_json(), "seed": self.seed,
                 "seconds": round(self.seconds, 3), "programs": self.programs,
                 "generated": self.generated, "from_corpus": self.from_corpus,
-                "agreed": self.agreed, "reducing_seconds": round(self.reducing, 3),
-                "skipped": dict(self.skipped),
+                "large_range": self.large_range, "agreed": self.agreed,
+                "reducing_seconds": round(self.reducing, 3), "skipped": dict(self.skipped),
                 "new": len(self.new), "findings": [f.to_json() for f in self.findings]}
 
     def text(self) -> str:
@@ -139,26 +182,29 @@ class Progress:
     findings: int
     new: int
     seconds: float
-    reducing: str | None = None  # the kind being reduced, with its op count
+    reducing: str | None = None  # the signature being reduced (as the program shows it)
     reduced_ops: int | None = None
 
 
 def fuzz(test="cpu", reference="interpret", *, out, seconds: float = 60, seed: int = 0,
          corpus=(), ops: int = 20, max_rank: int = 3, max_dim: int = 8, depth: int = 2,
-         element_types=DEFAULT_ELEMENT_TYPES, large_range: bool = False, test_options=None,
-         reference_options=None, abs: float = 1e-3, rel: float = 1e-3, ulp: int | None = None,
-         bitwise: bool = False, reduce_seconds: float = 60, run_seconds: float = 30,
-         programs: int | None = None,
+         element_types=DEFAULT_ELEMENT_TYPES, large_range: bool | float = LARGE_RANGE_SHARE,
+         test_options=None, reference_options=None, abs: float = 1e-3, rel: float = 1e-3,
+         ulp: int | None = None, bitwise: bool = False, reduce_seconds: float = 60,
+         run_seconds: float = 30, programs: int | None = None,
          progress: Callable[[Progress], None] | None = None) -> Fuzzed:
     """Runs programs on `test` and `reference` (backend names or hlogen.differential
     Sides, each with XLA options) for `seconds` (or `programs` programs, whichever ends
-    first) and keeps a reduced reproducer of each kind of difference in the folder `out`
-    (made if missing, in a folder that exists); see the module docstring. Programs: random
-    ones of `ops` ops (`max_rank`, `max_dim`, `depth`, `element_types`: generate's
-    bounds), and, with a `corpus` (files or folders of StableHLO, or Computations),
-    alternately its modules. `seed` makes the run repeatable (on the same machine and
-    load: `seconds` decides how many programs run). Each run of a side is bounded by
-    `run_seconds`, each reduction by `reduce_seconds`. `progress(Progress)` follows it."""
+    first) and keeps a reduced reproducer of each cause of a difference in the folder
+    `out` (made if missing, in a folder that exists); see the module docstring.
+    Programs: random ones of `ops` ops (`max_rank`, `max_dim`, `depth`, `element_types`:
+    generate's bounds), and, with a `corpus` (files or folders of StableHLO, or
+    Computations), alternately its modules. Random inputs span the exponent range
+    (run_hlo_module's large range) for the share `large_range` of the programs (True:
+    all, False: none; chosen by each program's seed). `seed` makes the run repeatable
+    (on the same machine and load: `seconds` decides how many programs run). Each run of
+    a side is bounded by `run_seconds`, each reduction by `reduce_seconds`.
+    `progress(Progress)` follows it."""
     folder = files.folder(out, "-o", "fuzz writes its findings into a folder", made=True)
     tolerance = Tolerance(abs, rel, ulp, bitwise)
     sides = Side.of(test, test_options), Side.of(reference, reference_options)
@@ -169,6 +215,10 @@ def fuzz(test="cpu", reference="interpret", *, out, seconds: float = 60, seed: i
                         ("run_seconds", run_seconds)):
         if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
             raise InputError(f"fuzz: {name} must be a positive number, got {value!r}")
+    share = float(large_range) if isinstance(large_range, (bool, int, float)) else -1.0
+    if not 0 <= share <= 1:
+        raise InputError(f"fuzz: large_range must be True, False or a share in [0, 1], got "
+                         f"{large_range!r}")
     entries = _corpus(corpus)
     folder.mkdir(exist_ok=True)
     known = _known(folder)
@@ -177,7 +227,7 @@ def fuzz(test="cpu", reference="interpret", *, out, seconds: float = 60, seed: i
     start = time.monotonic()
     found: dict = {}  # signature -> Finding
     with Children(run_seconds) as children:
-        fuzzer = _Fuzzer(sides, tolerance, large_range, children, run_seconds)
+        fuzzer = _Fuzzer(sides, tolerance, children, run_seconds)
 
         def tell(**more):
             if progress is not None:
@@ -200,20 +250,26 @@ def fuzz(test="cpu", reference="interpret", *, out, seconds: float = 60, seed: i
                                           depth=options.depth), None
             k += 1
             run.programs += 1
-            outcome = fuzzer.observe(program, given, program_seed)
-            if isinstance(outcome, str):
-                run.skipped[outcome] = run.skipped.get(outcome, 0) + 1
+            large = random.Random(f"{program_seed} large range").random() < share
+            run.large_range += large and given is None
+            outcome = fuzzer.observe(program, given, program_seed, large)
+            if isinstance(outcome, str) or outcome is None:
+                if outcome is None:
+                    run.agreed += 1
+                else:
+                    run.skipped[outcome] = run.skipped.get(outcome, 0) + 1
                 tell()
                 continue
-            if outcome is None:
-                run.agreed += 1
+            interest, signature = outcome
+            if str(signature) in found:  # reduced already: counted, not reduced again
+                found[str(signature)].seen += 1
                 tell()
                 continue
-            interest, kind = outcome
             started = time.monotonic()
-            reduced = _reduce(program, interest, kind, where, program_seed, reduce_seconds,
-                              children,
-                              lambda p, kind=kind: tell(reducing=kind, reduced_ops=p.op_count))
+            reduced = _reduce(program, interest, signature, where, program_seed,
+                              reduce_seconds, fuzzer,
+                              lambda p, s=str(signature): tell(reducing=s,
+                                                               reduced_ops=p.op_count))
             run.reducing += time.monotonic() - started
             if reduced is None:
                 run.skipped["not seen again"] = run.skipped.get("not seen again", 0) + 1
@@ -234,14 +290,47 @@ def fuzz(test="cpu", reference="interpret", *, out, seconds: float = 60, seed: i
 
 # -- one program ----------------------------------------------------------------------------
 
-class _Fuzzer:
-    def __init__(self, sides, tolerance, large_range, children, run_seconds):
-        self.sides, self.tolerance, self.large_range = sides, tolerance, large_range
-        self.children, self.run_seconds = children, run_seconds
+@dataclasses.dataclass
+class _Probed:
+    """A candidate whose every top-level value of main ran on both sides: the probes
+    (op, result index, position: explain.probed's), the op of the module as written
+    that each is of, and each side's values (one per probe, then main's results)."""
 
-    def observe(self, program: Computation, given, seed: int):
-        """None when both sides agree; (the interest that keeps the difference, its kind)
-        when they do not; or why the program was skipped (a string)."""
+    module: Computation  # legalized, every value returned (it holds the probes' ops)
+    probes: list
+    written: list
+    values: tuple        # (test's, reference's)
+    inputs: list
+
+    def operands(self, k: int, side: int) -> list | None:
+        """The values of probe k's op's operands as `side` (0: test, 1: reference)
+        computes them; None where one cannot be had (a value no probe returns)."""
+        op = self.probes[k][0]
+        where = {p[0].results[p[1]]: j for j, p in enumerate(self.probes[:k])}
+        operands = []
+        for value in op.operands:
+            if value in where:
+                operands.append(self.values[side][where[value]])
+            elif isinstance(value.owner, ir.Block) and \
+                    value.owner == self.module.main.regions[0].blocks[0]:
+                operands.append(self.inputs[ir.BlockArgument(value).arg_number])
+            else:
+                operands.append(constant_of(value))
+        return None if any(o is None for o in operands) else operands
+
+
+class _Fuzzer:
+    def __init__(self, sides, tolerance, children, run_seconds):
+        self.sides, self.tolerance = sides, tolerance
+        self.children, self.run_seconds = children, run_seconds
+        # an op's values differ: by the rule, or (Near) also beyond 3 ULP and `rel`
+        self.scaled = None if tolerance.ulp is not None or tolerance.bitwise else \
+            (_SCALED, Tolerance(0, tolerance.rel))
+
+    def observe(self, program: Computation, given, seed: int, large_range: bool):
+        """None when both sides agree; (the interest that keeps the difference, its
+        signature as the program shows it) when they do not; or why the program was
+        skipped (a string)."""
         for side in self.sides:
             try:
                 prepare(side.module(program), backends.get(side.backend))
@@ -250,7 +339,7 @@ class _Fuzzer:
             except HlogenError:
                 return "not runnable"
         try:
-            inputs = Inputs(program, given, seed, self.large_range)
+            inputs = Inputs(program, given, seed, large_range)
         except InputError:
             return "no inputs (constraints that conflict)"
         tagged = inputs.tagged(program)
@@ -262,46 +351,113 @@ class _Fuzzer:
             return self._failure(tagged, inputs)
         if comparison.ok:
             return None
-        if divergence.allowed(tagged, inputs.of(tagged), divergence.results[self.sides[0]],
-                              divergence.results[self.sides[1]]):
-            return "allowed by the spec (the order of a sum)"
-        kind = difference_class(comparison)
-        divergence.kind = kind
-        return divergence, f"divergence ({kind})"
+        probed = self.probe(tagged, inputs.of(tagged))
+        if probed is not None and self.allows(probed):
+            return "allowed by the spec (the order of a sum or product)"
+        divergence.kind = difference_class(comparison)
+        return divergence, self.signature(tagged, comparison, probed)
+
+    def probe(self, candidate: Computation, inputs: list) -> _Probed | None:
+        """`candidate`'s top-level values on both sides (None when they cannot be had)."""
+        tagged = candidate.clone()
+        block = tagged.main.regions[0].blocks[0]
+        written = []
+        with mlir.context():
+            for i, op in enumerate(block.operations):
+                written.append(op.operation.name)
+                op.operation.location = ir.Location.name(f"{_WRITTEN}{i}",
+                                                         childLoc=op.operation.location)
+        module, probes = explain.probed(tagged)
+        try:
+            values = tuple(self.children.run(side.backend, side.module(module), inputs,
+                                             side.xla_options, self.run_seconds)
+                           for side in self.sides)
+        except HlogenError:
+            return None
+        names = []
+        for op, _, _ in probes:  # (a decomposed op keeps the location of the op written)
+            tag = re.search(rf'"{re.escape(_WRITTEN)}(\d+)"', str(op.location))
+            names.append(written[int(tag.group(1))] if tag else op.name)
+        return _Probed(module, probes, names, values, list(inputs))
 
     def allowed(self, candidate: Computation, inputs, got: list, want: list) -> bool:
+        """Whether the candidate's difference is one the spec allows (`allows`)."""
+        probed = self.probe(candidate, inputs)
+        return probed is not None and self.allows(probed)
+
+    def allows(self, probed: _Probed) -> bool:
         """Whether the first top-level op of main whose values differ between the sides
         (by the rule) differs only as the spec lets it (order_allows), its operands as
         the reference side computes them."""
-        module, probes = explain.probed(candidate)
-        try:
-            a, b = (self.children.run(side.backend, side.module(module), inputs,
-                                      side.xla_options, self.run_seconds)
-                    for side in self.sides)
-        except HlogenError:  # the probes cannot be had: not allowed
-            return False
-        where = {}  # an op's result -> its probe
-        for k, (op, index, _) in enumerate(probes):
-            where[op.results[index]] = k
-            if compare_arrays(a[k], b[k], self.tolerance, shown=0).ok:
+        for k, (op, index, _) in enumerate(probed.probes):
+            a, b = probed.values[0][k], probed.values[1][k]
+            if compare_arrays(a, b, self.tolerance, shown=0).ok:
                 continue
-            operands = []
-            for value in op.operands:
-                if value in where:
-                    operands.append(b[where[value]])
-                elif isinstance(value.owner, ir.Block) and \
-                        value.owner == module.main.regions[0].blocks[0]:
-                    operands.append(inputs[ir.BlockArgument(value).arg_number])
-                else:
-                    operands.append(constant_of(value))
-            if any(o is None for o in operands):
-                return False
-            return order_allows(op, a[k], b[k], operands, self.tolerance)
+            operands = probed.operands(k, 1)
+            return operands is not None and order_allows(op, a, b, operands, self.tolerance)
         return False
 
+    def signature(self, candidate: Computation, comparison: Comparison,
+                  probed: _Probed | None) -> Signature:
+        """The signature of a divergence (module docstring): the first op whose values
+        differ (by the rule, or beyond 3 ULP and `rel`) other than as the order of a sum
+        allows; else the op that makes the first differing result."""
+        for k, (op, index, _) in enumerate(probed.probes if probed is not None else ()):
+            a, b = probed.values[0][k], probed.values[1][k]
+            report = self.differs(a, b)
+            if report is None:
+                continue
+            operands = probed.operands(k, 1)
+            if operands is not None and order_allows(op, a, b, operands, self.tolerance):
+                continue
+            flushing = self._flushing(probed, k)
+            if flushing is not None:
+                return Signature("divergence", "subnormal",
+                                 gist=f"{flushing.label} flushes subnormals to zero")
+            return Signature("divergence", "shape" if report.problem else
+                             class_of(report.first[0].actual, report.first[0].expected),
+                             probed.written[k])
+        return Signature("divergence", difference_class(comparison) or "value",
+                         _result_op(candidate, comparison))
+
+    def _flushing(self, probed: _Probed, k: int) -> Side | None:
+        """The side whose values of probe k are the other side's with subnormals made
+        zeros: its operands' (the op run again on the other side's backend) and its
+        results'; None when neither's are."""
+        op, index, _ = probed.probes[k]
+        for this in (0, 1):
+            other = 1 - this
+            operands = probed.operands(k, other)
+            if operands is None:
+                continue
+            flushed = [_flushed(x) for x in operands]
+            value = probed.values[other][k]
+            if any(_subnormal(x).any() for x in operands):
+                side = self.sides[other]
+                with mlir.context(), ir.Location.unknown():
+                    alone = Computation(op_alone(op, parameters=True))
+                try:
+                    value = self.children.run(side.backend, side.module(alone), flushed,
+                                              side.xla_options, self.run_seconds)[index]
+                except HlogenError:
+                    continue
+            elif not _subnormal(value).any():
+                continue  # nothing to flush: the difference is another
+            if self.differs(probed.values[this][k], _flushed(value)) is None:
+                return self.sides[this]
+        return None
+
+    def differs(self, a, b):
+        """The report of an op's values `a` and `b` when they differ (by the rule, or
+        beyond 3 ULP and `rel` where it is Near); None when they do not."""
+        report = compare_arrays(a, b, self.tolerance, shown=1)
+        if report.ok and self.scaled is not None:
+            report = compare_arrays(a, b, self.scaled[0], also=self.scaled[1], shown=1)
+        return None if report.ok else report
+
     def _failure(self, tagged: Computation, inputs: Inputs):
-        """What to make of a program a side failed on: its interest and kind, or why it
-        is skipped."""
+        """What to make of a program a side failed on: (its interest, its signature), or
+        why it is skipped."""
         failed = {}
         for side in self.sides:
             try:
@@ -314,15 +470,49 @@ class _Fuzzer:
             return "timed out"
         for side, e in died.items():
             if e.signal is not None:
-                return (Failure(side, message_pattern(_last_words(str(e))), True, inputs,
-                                self.children, self.run_seconds),
-                        f"crash of {side.label} ({e.signal})")
+                words = _last_words(str(e))
+                return (Failure(side, message_pattern(words), True, inputs, self.children,
+                                self.run_seconds),
+                        Signature(f"crash of {side.label}", e.signal, gist=message_gist(words)))
         if len(failed) != 1:  # both (or, run again, neither)
             return "failed on both sides" if failed else "not runnable"
         (side, e), = failed.items()
         other = self.sides[1] if side == self.sides[0] else self.sides[0]
         return (Failure(side, message_pattern(str(e)), False, inputs, self.children,
-                        self.run_seconds, runs=other), f"error on {side.label}")
+                        self.run_seconds, runs=other),
+                Signature(f"error on {side.label}", type(e).__name__, gist=message_gist(str(e))))
+
+
+def _subnormal(a) -> np.ndarray:
+    """Where `a` (any array) holds a subnormal float (a part of a complex number)."""
+    a = np.asarray(a)
+    kind = T.element_type(a.dtype).kind
+    if kind == T.COMPLEX:
+        return _subnormal(a.real) | _subnormal(a.imag)
+    if kind != T.FLOAT:
+        return np.zeros(a.shape, bool)
+    x = np.abs(a.astype(np.float64))
+    return (x > 0) & (x < float(ml_dtypes.finfo(a.dtype).smallest_normal))
+
+
+def _flushed(a) -> np.ndarray:
+    """`a` with its subnormals zeros."""
+    a = np.asarray(a)
+    if T.element_type(a.dtype).kind == T.COMPLEX:
+        return (_flushed(a.real) + 1j * _flushed(a.imag)).astype(a.dtype)
+    return np.where(_subnormal(a), np.zeros_like(a), a)
+
+
+def _result_op(candidate: Computation, comparison: Comparison) -> str | None:
+    """The op of main that makes the first result that differs; for a parameter returned
+    as it is (an op wrote over it), the ops of a module of at most _TINY ops."""
+    first = next((i for i, r in enumerate(comparison.results) if not r.ok), 0)
+    block = candidate.main.regions[0].blocks[0]
+    returned = list(list(block.operations)[-1].operands)
+    if first < len(returned) and not isinstance(returned[first].owner, ir.Block):
+        return returned[first].owner.name
+    ops = sorted({op.operation.name for op in block.operations} - _NOT_SIGNED)
+    return " and ".join(ops) if 0 < len(ops) <= _TINY else None
 
 
 # ops whose results the spec computes by arithmetic it leaves the order of to the
@@ -340,21 +530,28 @@ def order_allows(op, got, want, operands: list, tolerance: Tolerance = Tolerance
     """Whether `op` (of _ORDER_FREE), computing `got` on one side and `want` on the other
     from `operands` (their values), differs only as the order of its arithmetic can:
     within twice the error bound of a float sum in any order (a dot_general,
-    convolution, or reduce or reduce_window that adds: hlogen.conformance.bounds), an
-    infinity where the other side reaches the type's largest finite value within that
-    bound (one order overflows), or a NaN against an infinity from operands that hold
-    infinities or NaNs (against anything, for a triangular solve or a Cholesky
-    factorization: _ALGORITHM_FREE)."""
+    convolution, or reduce or reduce_window that adds: hlogen.conformance.bounds, from
+    the operands' finite values: an element a term of which is not finite is not finite
+    on either side) or of a product in any order (a reduce or reduce_window that
+    multiplies: _product_bound), an infinity where the other side reaches the type's
+    largest finite value within that bound (one order overflows), or a NaN against an
+    infinity from operands that hold infinities or NaNs (against anything, for a
+    triangular solve or a Cholesky factorization: _ALGORITHM_FREE)."""
     a, e = np.asarray(got), np.asarray(want)
     if op.name not in _ORDER_FREE or a.shape != e.shape or a.dtype != e.dtype or \
             T.element_type(a.dtype).kind not in (T.FLOAT, T.COMPLEX):
         return False
+    wide = np.complex128 if a.dtype.kind == "c" else np.float64
+    floats = [T.element_type(np.asarray(v).dtype).kind in (T.FLOAT, T.COMPLEX) for v in operands]
+    finite = [np.where(np.isfinite(np.asarray(v).astype(wide)), v, np.zeros_like(v)) if f
+              else v for v, f in zip(operands, floats)]
     with mlir.context(), ir.Location.unknown():  # the op alone, on its operands' values
         alone = Computation(op_alone(op, parameters=True))
-        bound = reassociation_bound(Case(alone, operands, [], [], []), 0)
-    wide = np.complex128 if a.dtype.kind == "c" else np.float64
+        bound = reassociation_bound(Case(alone, finite, [], [], []), 0)
     with np.errstate(all="ignore"):
         x, y = a.astype(wide), e.astype(wide)
+        if bound is None:
+            bound = _product_bound(op, x, y)
         if bound is None:
             close = overflows = np.zeros(x.shape, bool)
         else:
@@ -362,11 +559,29 @@ def order_allows(op, got, want, operands: list, tolerance: Tolerance = Tolerance
             close = np.abs(x - y) <= bound
             overflows = (np.isinf(x) & (np.abs(y) + bound >= largest)) | \
                 (np.isinf(y) & (np.abs(x) + bound >= largest))
-        odd = any(T.element_type(np.asarray(v).dtype).kind in (T.FLOAT, T.COMPLEX) and
-                  not np.isfinite(np.asarray(v).astype(wide)).all() for v in operands)
+        odd = any(f and not np.isfinite(np.asarray(v).astype(wide)).all()
+                  for v, f in zip(operands, floats))
         swapped = odd & ((np.isnan(x) | np.isnan(y)) if op.name in _ALGORITHM_FREE else
                          (np.isnan(x) & np.isinf(y)) | (np.isinf(x) & np.isnan(y)))
     return bool(np.all((close | overflows | swapped)[judge(a, e, tolerance)[0]]))
+
+
+def _product_bound(op, x: np.ndarray, y: np.ndarray) -> np.ndarray | None:
+    """For a reduce or reduce_window whose body multiplies, how far two evaluations of
+    its products (x and y, widened) may be apart: n terms in any order are n - 1
+    roundings, each evaluation within gamma_{n-1} of the exact product relatively
+    (Higham 3.1), so two within 2 gamma / (1 - gamma) of the larger finite magnitude."""
+    body = [o.operation.name for o in op.regions[0].blocks[0].operations] if op.regions else []
+    if op.name not in ("stablehlo.reduce", "stablehlo.reduce_window") or \
+            body != ["stablehlo.multiply", "stablehlo.return"]:
+        return None
+    roundings = REDUCTIONS[op.name][0](op) - 1
+    u = float(ml_dtypes.finfo(mlir.shape_of_type(op.results[0].type).element_type.dtype).eps) / 2
+    if roundings * u >= 0.5:
+        return None
+    gamma = roundings * u / (1 - roundings * u)
+    larger = np.maximum(*(np.where(np.isfinite(v), np.abs(v), 0) for v in (x, y)))
+    return 2 * gamma / (1 - gamma) * larger
 
 
 def _last_words(message: str) -> str:
@@ -374,21 +589,35 @@ def _last_words(message: str) -> str:
     return message.split("while running it: ", 1)[-1]
 
 
-def _reduce(program: Computation, interest: Interest, kind: str, where: str, seed: int,
-            seconds: float, children: Children, progress):
-    """(the Finding, its Reduction), or None when the difference does not show again."""
+def _reduce(program: Computation, interest: Interest, signature: Signature, where: str,
+            seed: int, seconds: float, fuzzer: _Fuzzer, progress):
+    """(the Finding, its Reduction), or None when the difference does not show again. A
+    divergence's signature is the reduced module's; an error's, the program's (its
+    message, numbers aside, is what the reduction keeps)."""
     try:
         reduced = reduce_with(interest.inputs.tagged(program), interest, seed=seed,
                               timeout=seconds, progress=progress)
     except InputError:  # a difference that comes and goes
         return None
+    interest.deadline = None  # (the search's: over)
+    if isinstance(interest, Divergence):
+        try:
+            comparison = interest.compare(reduced.computation, reduced.inputs)
+            message = comparison.text()
+        except HlogenError as e:
+            comparison, message = None, str(e)
+        if comparison is not None and not comparison.ok:
+            signature = fuzzer.signature(reduced.computation, comparison,
+                                         fuzzer.probe(reduced.computation, reduced.inputs))
+    else:
+        message = reduced.seen(fuzzer.children)
     ops = sorted({op.name for op in mlir.walk(reduced.computation.module)
                   if op.name not in _NOT_SIGNED})
     search = reduced.search
-    return Finding(f"{kind}: {', '.join(ops) or '(no op)'}", kind, ops, where,
-                   reduced.seen(children),
-                   "", None, None, search.op_count, search.original_op_count,
-                   round(search.seconds, 3), search.timed_out), reduced
+    return Finding(str(signature), signature.kind, signature.difference, signature.at,
+                   signature.gist, ops, where, message, "", None, None, search.op_count,
+                   search.original_op_count, round(search.seconds, 3),
+                   search.timed_out), reduced
 
 
 # -- the output folder ----------------------------------------------------------------------

@@ -30,8 +30,14 @@ def test_the_readme_example_and_what_it_writes(tmp_path, monkeypatch):
     assert summary["new"] == 0 and summary["programs"] == 4 and summary["seed"] == 0
     assert summary["test"]["backend"] == "cpu" and summary["reference"]["backend"] == "interpret"
     (finding,) = summary["findings"]
-    assert finding["signature"] == "divergence (value): stablehlo.add, stablehlo.subtract"
-    assert finding["program"] == "out/corpus/residual.mlir" and finding["seen"] == 2
+    # named by its cause: the class of the first difference, the op where the sides part
+    assert finding["signature"] == "divergence (value) at stablehlo.subtract"
+    assert (finding["kind"], finding["difference"], finding["at"]) == \
+        ("divergence", "value", "stablehlo.subtract")
+    assert finding["ops"] == ["stablehlo.add", "stablehlo.subtract"]
+    assert finding["program"] == "out/corpus/residual.mlir" and finding["seen"] == 1
+    # the mutated module's inputs span the exponent range (seed 0's share): it agrees there
+    assert summary["large_range"] == 2
     # the reproducer, checked again: XLA CPU gives x, the interpreter x rounded (numpy's f32)
     module = hg.load(finding["module"])
     with np.load(finding["inputs"]) as saved:
@@ -56,9 +62,12 @@ def test_a_crash_in_the_corpus_is_a_finding_and_the_fuzzer_goes_on(tmp_path):
                   programs=6, seconds=300, reduce_seconds=60)
     assert run.programs == 6 and run.from_corpus == 3
     crashes = [f for f in run.findings if f.kind.startswith("crash")]
-    assert [f.kind for f in crashes] == ["crash of cpu (SIGABRT)"], run.text()
+    assert [(f.kind, f.difference) for f in crashes] == [("crash of cpu", "SIGABRT")], run.text()
     (crash,) = crashes
     assert crash.new and crash.op_count <= 2 and "Mesh not found" in crash.message
+    # the signature: the signal and XLA's last words, as they are but for numbers
+    assert crash.signature == "crash of cpu (SIGABRT): Check failed: false Mesh not found " \
+                              "with name: @mesh", crash.signature
     assert crash.command.startswith(f"hlogen run {crash.module} --backend cpu")
     # XLA ends the process on the reproducer still: hlogen run reports it, exit 1
     ran = hlogen(*crash.command.split()[1:])

@@ -150,7 +150,7 @@ def _differences(a: str, b: str) -> list:
 
 
 def test_mutations_keep_types_and_change_something():
-    comp = generate(3)
+    comp = generate(2)  # (a program with an op of each kind a mutation changes)
     kinds = set()
     for seed in range(12):
         mutated = mutate(comp, seed)
@@ -198,3 +198,60 @@ def test_a_module_without_anything_to_mutate_is_refused():
                    "  return %x : tensor<2xf32>\n}")
     with pytest.raises(hg.HlogenError, match="no op a mutation applies to"):
         mutate(comp, 0)
+
+
+# -- the dictionary of idioms ---------------------------------------------------------------
+
+# idiom -> its ops (constants and broadcasts aside), and its value on x by the spec (numpy)
+IDIOM_VALUES = {
+    "log(exp(x))": (["exponential", "log"], lambda x: x),
+    "exp(log(x))": (["log", "exponential"], lambda x: x),
+    "-(-x)": (["negate", "negate"], lambda x: x),
+    "sqrt(x * x)": (["multiply", "sqrt"], np.abs),
+    "x ** 2": (["power"], np.square),
+    "(x * c) / c": (["multiply", "divide"], lambda x: x),
+    # what the code means: x rounded to an integer (f32's 1.5 * 2**23 added, subtracted)
+    "(x + c) - c": (["add", "subtract"], np.rint),
+    "exp(a) / exp(b)": (["exponential", "exponential", "divide"], None),
+    "x - x": (["subtract"], np.zeros_like),
+    "x / x": (["divide"], np.ones_like),
+    "max(x, x)": (["maximum"], lambda x: x),
+    "select(p, x, x)": (["select"], lambda x: x),
+    "transpose(transpose(x))": (["transpose", "transpose"], lambda x: x),
+    "reshape(reshape(x))": (["reshape", "reshape"], lambda x: x),
+    "convert(convert(x))": (["convert", "convert"], lambda x: x),  # (f32 to f32 and back)
+}
+
+
+def test_each_idiom_is_the_composition_it_names():
+    """Each entry of the dictionary of idioms, made on a value x of the program (f32
+    values in [0.5, 2]), emits the ops it names and computes, interpreted, what the
+    spec says (XLA CPU may rewrite: that is what the idioms are for)."""
+    import random  # (the generator's own source of choices)
+    from hlogen.builder import Builder
+    from hlogen.differential.generate import IDIOMS, _NoFit, _Program, checked_options
+    assert [g.name for g in IDIOMS] == list(IDIOM_VALUES)
+    options = checked_options(20, 2, 4, ("f32",), 0)
+    x = np.linspace(0.5, 2, 12, dtype=np.float32).reshape(3, 4)
+    for g in IDIOMS:
+        for seed in range(20):  # until its choices fit, on x (not a new constant)
+            b = Builder("idiom")
+            program = _Program(random.Random(seed), options, b, 0, top=False,
+                               values=[b.parameter(hg.f32[3, 4], "x")])
+            try:
+                comp = b.build(*g.make(program))
+            except _NoFit:
+                continue
+            if list(comp.main.regions[0].blocks[0].arguments[0].uses) and \
+                    comp.result_shapes == [hg.f32[3, 4]]:
+                break
+        names = [op.name.removeprefix("stablehlo.") for op in mlir.walk(comp.module)
+                 if op.name.startswith("stablehlo.") and op.name not in
+                 ("stablehlo.constant", "stablehlo.broadcast_in_dim")]
+        ops, value = IDIOM_VALUES[g.name]
+        assert names == ops, (g.name, comp.as_text())
+        got = hg.interpret(comp, x)
+        if value is not None:
+            np.testing.assert_allclose(got.reshape(x.shape), value(x), rtol=1e-6,
+                                       err_msg=g.name)
+        hg.compile(comp)(x)  # (and runs on XLA CPU)

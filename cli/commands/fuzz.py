@@ -1,4 +1,4 @@
-"""`hlogen fuzz`: programs on two backends until they disagree; each kind of difference
+"""`hlogen fuzz`: programs on two backends until they disagree; each cause of a difference
 reduced and kept once (hg.fuzz, hlogen.fuzzing). The backends run in a child process
 that may die: a crash is a finding, never the end of the command."""
 from __future__ import annotations
@@ -9,8 +9,9 @@ import click
 
 import hlogen as hg
 from hlogen.differential.generate import DEFAULT_ELEMENT_TYPES
+from hlogen.fuzzing import LARGE_RANGE_SHARE
 from hlogen_cli import completion, status
-from hlogen_cli.options import (output_option, random_input_options, refuse, side_options,
+from hlogen_cli.options import (SEED_OPTION, output_option, refuse, side_options,
                                 tolerance_options)
 from hlogen_cli.sides import sides_of
 from hlogen_cli.progress import Progress
@@ -24,7 +25,13 @@ from hlogen_cli.reporting import reports_errors
                                       "the time is up finishes, within --reduce-timeout).")
 @click.option("--programs", type=click.IntRange(min=1), default=None, metavar="N",
               help="Stop after N programs, if --seconds has not run out first.")
-@random_input_options
+@SEED_OPTION
+@click.option("--large-range", type=click.FloatRange(0, 1), is_flag=False, flag_value=1.0,
+              default=LARGE_RANGE_SHARE, show_default=True, metavar="[SHARE]",
+              help="The share of programs whose random floats span their type's whole "
+                   "exponent range (run_hlo_module's --use_large_range; each program's seed "
+                   "decides), where the others' are in [-0.1, 0.2): --large-range alone, "
+                   "every program; --large-range 0, none.")
 @output_option("The folder of the findings (made if missing, in a folder that exists): "
                "NAME.mlir, NAME.inputs.npz and NAME.txt per signature, summary.json and "
                "junit.xml.", metavar="DIR", required=True)
@@ -50,7 +57,7 @@ from hlogen_cli.reporting import reports_errors
 def command(sides, seconds, programs, seed, large_range, output, corpus, ops, max_rank,
             max_dim, depth, element_types, tolerance, reduce_timeout, run_timeout):
     """Run random and mutated programs on two backends and keep a reduced reproducer of
-    each kind of difference.
+    each cause of a difference.
 
     Random programs come from hlogen's op library (shape rules, attribute constraints,
     regions for reduce, sort, while, conditional, scatter, ...; --ops, --max-rank,
@@ -58,10 +65,12 @@ def command(sides, seconds, programs, seed, large_range, output, corpus, ops, ma
     StableHLO's test files, as they are and mutated. Each runs on --test and --reference
     with random inputs (--seed, --large-range; the corpus files' own values for theirs).
     A divergence (--abs/--rel, --ulp, --bitwise), an error only one side reports, or a
-    side's crash is reduced (as `hlogen reduce` does) and named by its signature: the kind
-    of difference and the ops of the reduced module. DIR keeps one reproducer per
-    signature, the command that shows it, summary.json and junit.xml. Exit status 1 when
-    a signature not already in DIR's summary was found, 0 otherwise."""
+    side's crash is reduced (as `hlogen reduce` does) and named by its signature, its
+    cause once: a divergence's class and the op where the sides first differ (or the
+    side that flushes subnormals to zero), an error's side, class and message (numbers
+    aside). DIR keeps one reproducer per signature, the command that shows it,
+    summary.json and junit.xml. Exit status 1 when a signature not already in DIR's
+    summary was found, 0 otherwise."""
     refuse(tolerance.refusals())
     test, reference = sides_of(sides)
     line = Progress()
@@ -69,7 +78,7 @@ def command(sides, seconds, programs, seed, large_range, output, corpus, ops, ma
     def progress(p):
         found = f"{p.programs} programs, {p.findings} signatures ({p.new} new)"
         line.phase("fuzzing", found if p.reducing is None else
-                   f"{found}; reducing a {p.reducing}: {p.reduced_ops} ops")
+                   f"{found}; reducing {p.reducing}: {p.reduced_ops} ops")
 
     try:
         run = hg.fuzz(test, reference, out=output, seconds=seconds, seed=seed or 0,

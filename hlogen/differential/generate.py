@@ -8,7 +8,11 @@ explicit broadcasting, XLA's semantics where StableHLO leaves results open). One
 that op's rules from the values built so far (or new parameters and constants when none
 fits). Sizes are bounded by `max_rank` and `max_dim`, regions (loop bodies, branches,
 mapped and called computations) nest at most `depth` deep, and only element types both
-backends run are allowed. The same seed gives the same program.
+backends run are allowed. The same seed gives the same program. The table also holds,
+with a low weight each, a dictionary of idioms (`IDIOMS`), as fuzzers keep one: small
+compositions real code holds and compilers rewrite (log of exp, sqrt of a square, a
+multiply undone by a divide, a large constant added and subtracted, x - x, a transpose
+transposed back, a convert converted back, ...), on values of the program.
 
 `mutate(computation, seed)` changes one thing in a module while keeping every type: an
 element-wise op swapped for another of the same operand kinds, a constant changed, a
@@ -403,6 +407,11 @@ def _broadcast_in_dim(p: _Program):
 
 def _reshape(p: _Program):
     x = p.array()
+    return [ops.reshape(x, _reshaped(p, x))]
+
+
+def _reshaped(p: _Program, x: Op) -> list:
+    """Dimensions of x's element count within the bounds (x's own, shuffled, at worst)."""
     factors = [f for d in x.shape.dimensions for f in _prime_factors(d)]
     p.rng.shuffle(factors)
     dims: list = []
@@ -415,7 +424,7 @@ def _reshape(p: _Program):
     if len(dims) > p.options.max_rank:
         dims = list(x.shape.dimensions)
     p.rng.shuffle(dims)
-    return [ops.reshape(x, dims)]
+    return dims
 
 
 @functools.lru_cache(maxsize=None)
@@ -431,9 +440,13 @@ def _prime_factors(n: int) -> tuple:
 
 def _transpose(p: _Program):
     x = p.array(low_rank=2)
-    perm = list(range(x.shape.rank))
+    return [ops.transpose(x, _permutation(p, x.shape.rank))]
+
+
+def _permutation(p: _Program, rank: int) -> list:
+    perm = list(range(rank))
     p.rng.shuffle(perm)
-    return [ops.transpose(x, perm)]
+    return perm
 
 
 def _rev(p: _Program):
@@ -761,6 +774,105 @@ def _triangular_solve(p: _Program):
                                  transpose_a=p.rng.choice(["NO_TRANSPOSE", "TRANSPOSE"]))]
 
 
+# -- idioms: compositions compilers rewrite --------------------------------------------------
+# A dictionary of idioms, as fuzzers keep one (AFL's and libFuzzer's dictionaries hold
+# tokens; this one compositions): small compositions real programs hold and compilers'
+# algebraic simplifiers know, built from the same op library and shape rules on values of
+# the program, each a GENERATORS entry of low weight. None names a bug: the spec defines
+# each composition's value, and a rewrite keeps it only where the operands are not extreme
+# (large, tiny, infinite, between integers), so the inputs must reach there too (the
+# fuzzer draws some programs' inputs over the whole exponent range: hlogen.fuzzing).
+
+def _composed(first, then, kinds, p: _Program):
+    """then(first(x)): log of exp, exp of log, a negation negated."""
+    return [then(first(p.array(kinds)))]
+
+
+def _square_root_of_square(p: _Program):
+    x = p.array({FLOAT})
+    return [ops.sqrt(ops.mul(x, x))]
+
+
+def _squared(p: _Program):
+    x = p.array({FLOAT})
+    return [ops.pow(x, p.constant(T.Shape(x.dtype, ()), 2))]
+
+
+def _scaled_back(p: _Program):
+    """(x * c) / c."""
+    x = p.array(INTEGER | {FLOAT})
+    c = p.constant(T.Shape(x.dtype, ()), p.rng.choice([3, 10, 100]))
+    return [ops.div(ops.mul(x, c), c)]
+
+
+def _shifted_back(p: _Program):
+    """(x + c) - c, c the constant of code that rounds to an integer so: 1.5 * 2**(the
+    type's mantissa bits)."""
+    x = p.array({FLOAT})
+    c = p.constant(T.Shape(x.dtype, ()), 1.5 * 2.0 ** ml_dtypes.finfo(x.dtype.dtype).nmant)
+    return [ops.sub(ops.add(x, c), c)]
+
+
+def _exponentials_divided(p: _Program):
+    """exp(a) / exp(b)."""
+    a = p.array({FLOAT})
+    return [ops.div(ops.exp(a), ops.exp(p.like(a.shape)))]
+
+
+def _with_itself(name, kinds, p: _Program):
+    """x - x, x / x, max(x, x)."""
+    x = p.array(kinds)
+    return [getattr(ops, name)(x, x)]
+
+
+def _selected_either_way(p: _Program):
+    x = p.array()
+    pred = p.like(T.Shape(T.pred, x.shape.dimensions if p.rng.random() < 0.7 else ()))
+    return [ops.select(pred, x, x)]
+
+
+def _transposed_back(p: _Program):
+    x = p.array(low_rank=2)
+    perm = _permutation(p, x.shape.rank)
+    if perm == sorted(perm):  # (no transpose: the library emits none)
+        perm.reverse()
+    return [ops.transpose(ops.transpose(x, perm), [perm.index(i) for i in range(len(perm))])]
+
+
+def _reshaped_back(p: _Program):
+    x = p.array(low_rank=1)
+    dims = _reshaped(p, x)
+    if tuple(dims) == x.shape.dimensions:  # (no reshape: the library emits none)
+        raise _NoFit
+    return [ops.reshape(ops.reshape(x, dims), list(x.shape.dimensions))]
+
+
+def _converted_back(p: _Program):
+    x = p.array()
+    return [ops.convert_element_type(ops.convert_element_type(x, p.element_type()), x.dtype)]
+
+
+_IDIOM_WEIGHT = 0.15  # each: about one program in ten holds a given idiom (20 ops)
+IDIOMS: list[Generator] = [Generator(name, make, _IDIOM_WEIGHT, kinds and frozenset(kinds))
+                           for name, make, kinds in [
+    ("log(exp(x))", functools.partial(_composed, ops.exp, ops.log, {FLOAT}), {FLOAT}),
+    ("exp(log(x))", functools.partial(_composed, ops.log, ops.exp, {FLOAT}), {FLOAT}),
+    ("-(-x)", functools.partial(_composed, ops.neg, ops.neg, {FLOAT}), {FLOAT}),
+    ("sqrt(x * x)", _square_root_of_square, {FLOAT}),
+    ("x ** 2", _squared, {FLOAT}),
+    ("(x * c) / c", _scaled_back, INTEGER | {FLOAT}),
+    ("(x + c) - c", _shifted_back, {FLOAT}),
+    ("exp(a) / exp(b)", _exponentials_divided, {FLOAT}),
+    ("x - x", functools.partial(_with_itself, "sub", ARITHMETIC), ARITHMETIC),
+    ("x / x", functools.partial(_with_itself, "div", INTEGER | {FLOAT}), INTEGER | {FLOAT}),
+    ("max(x, x)", functools.partial(_with_itself, "max", INTEGER | {FLOAT}), INTEGER | {FLOAT}),
+    ("select(p, x, x)", _selected_either_way, None),
+    ("transpose(transpose(x))", _transposed_back, None),
+    ("reshape(reshape(x))", _reshaped_back, None),
+    ("convert(convert(x))", _converted_back, None),
+]]
+
+
 GENERATORS: list[Generator] = [
     *[Generator(name, functools.partial(_unary, name, kinds), 0.5, frozenset(kinds))
       for name, kinds in ((name, row.kinds) for name, row in elementwise.UNARY.items())],
@@ -804,6 +916,7 @@ GENERATORS: list[Generator] = [
     Generator("get_dimension_size", _get_dimension_size, 0.2),
     Generator("cholesky", _cholesky, 0.2, frozenset({FLOAT})),
     Generator("triangular_solve", _triangular_solve, 0.2, frozenset({FLOAT})),
+    *IDIOMS,
 ]
 
 

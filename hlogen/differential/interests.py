@@ -183,11 +183,12 @@ def difference_class(comparison: Comparison) -> str | None:
         if report.problem:
             return "shape"
         if report.first:
-            return _class_of(report.first[0].actual, report.first[0].expected)
+            return class_of(report.first[0].actual, report.first[0].expected)
     return None
 
 
-def _class_of(actual, expected) -> str:
+def class_of(actual, expected) -> str:
+    """The class of a difference between two values of one element (difference_class)."""
     a, e = np.asarray(actual), np.asarray(expected)
     kind = T.element_type(a.dtype).kind
     if kind == T.PRED:
@@ -516,10 +517,26 @@ def _pattern(error: str | None) -> re.Pattern | None:
         raise InputError(f"error pattern {error!r} is not a regular expression: {e}") from None
 
 
+def _gist(message: str) -> list:
+    """An error message's first line after the module's name and location, and the next
+    line after its location where the first only announces it ("the reference
+    interpreter failed:")."""
+    lines = [line.strip() for line in message.strip().splitlines() if line.strip()]
+    parts = [re.sub(r"^[^:\s]*(?::\d+:\d+)?: ", "", lines[0])] if lines else [""]
+    if parts[0].endswith(":") and len(lines) > 1:
+        parts.append(re.sub(r"^[^:]*:\d+:\d+: (?:error: )?", "", lines[1]))
+    return parts
+
+
 def message_pattern(message: str) -> re.Pattern:
-    """A pattern of an error message's gist: its first line after the module's name and
-    location, with every number standing for any number (shapes and names change as a
-    module is reduced)."""
-    first = message.strip().splitlines()[0] if message.strip() else ""
-    gist = re.sub(r"^[^:]*(?::\d+:\d+)?: ", "", first)
-    return re.compile(re.sub(r"\d+", r"\\d+", re.escape(gist)))
+    """A pattern of an error message's gist (its first line after the module's name and
+    location, and the next where the first only announces it), with every number
+    standing for any number (shapes and names change as a module is reduced)."""
+    return re.compile("(?s)" + ".*?".join(re.sub(r"\d+", r"\\d+", re.escape(part))
+                                          for part in _gist(message)))
+
+
+def message_gist(message: str) -> str:
+    """The gist message_pattern looks for, in one line, each number N but those of
+    names (f32, S64, %arg0): a dimension of a shape, a location, a size."""
+    return re.sub(r"(?<![A-Za-z\d])\d+|(?<=\dx)\d+(?=x)", "N", " ".join(_gist(message)))
