@@ -5,7 +5,7 @@ whole loop.
 fixed seed: generated, checked by the preflight for both backends, given random inputs,
 run on XLA CPU and on the interpreter in a child process, compared by XLA's rule; each
 finding reduced (at most 30 s) and written. The reference, in the same process: the same
-programs compiled and run on PJRT CPU and interpreted in this process, as
+programs compiled and run (with the same inputs) on PJRT CPU and interpreted in this process, as
 benchmarks/generate.py times them (what the loop costs without its isolation, its
 comparison and its bookkeeping).
 """
@@ -22,7 +22,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import hlogen as hg  # noqa: E402
 from _timing import machine  # noqa: E402
 from hlogen.differential import generate, random_inputs  # noqa: E402
-from hlogen.fuzzing import _PROGRAM_SEED  # noqa: E402
+from hlogen.fuzzing import LARGE_RANGE_SHARE, _PROGRAM_SEED, large_range_of  # noqa: E402
 
 PROGRAMS = 60
 SEED = 11
@@ -35,8 +35,10 @@ def main():
     reducing = run.reducing
     start = time.perf_counter()
     for k in range(0, PROGRAMS):
-        comp = generate(SEED * _PROGRAM_SEED + k)
-        args = random_inputs(comp, seed=SEED * _PROGRAM_SEED + k)
+        seed = SEED * _PROGRAM_SEED + k
+        comp = generate(seed)
+        args = random_inputs(comp, seed=seed,
+                             large_range=large_range_of(seed, LARGE_RANGE_SHARE))
         try:
             hg.compile(comp)(*args)
             hg.interpret(comp, *args)

@@ -250,7 +250,7 @@ def fuzz(test="cpu", reference="interpret", *, out, seconds: float = 60, seed: i
                                           depth=options.depth), None
             k += 1
             run.programs += 1
-            large = random.Random(f"{program_seed} large range").random() < share
+            large = large_range_of(program_seed, share)
             run.large_range += large and given is None
             outcome = fuzzer.observe(program, given, program_seed, large)
             if isinstance(outcome, str) or outcome is None:
@@ -286,6 +286,12 @@ def fuzz(test="cpu", reference="interpret", *, out, seconds: float = 60, seed: i
     outputs.write(SUMMARY, _summary(run, known))
     outputs.write(JUNIT, junit(run))
     return run
+
+
+def large_range_of(program_seed: int, share: float) -> bool:
+    """Whether program `program_seed`'s random inputs span the exponent range, for a run
+    that gives the share `share` of its programs such inputs."""
+    return random.Random(f"{program_seed} large range").random() < share
 
 
 # -- one program ----------------------------------------------------------------------------
@@ -422,28 +428,33 @@ class _Fuzzer:
 
     def _flushing(self, probed: _Probed, k: int) -> Side | None:
         """The side whose values of probe k are the other side's with subnormals made
-        zeros: its operands' (the op run again on the other side's backend) and its
-        results'; None when neither's are."""
+        zeros: its operands' (the op run alone on the other side's backend, where it
+        differs from this side's with the operands as they are and agrees once their
+        subnormals are zeros: flushing, not a rewrite of the op in its module, makes the
+        difference) and its results'; None when neither's are."""
         op, index, _ = probed.probes[k]
         for this in (0, 1):
             other = 1 - this
+            mine = probed.values[this][k]
             operands = probed.operands(k, other)
             if operands is None:
                 continue
-            flushed = [_flushed(x) for x in operands]
             value = probed.values[other][k]
             if any(_subnormal(x).any() for x in operands):
                 side = self.sides[other]
                 with mlir.context(), ir.Location.unknown():
                     alone = Computation(op_alone(op, parameters=True))
                 try:
-                    value = self.children.run(side.backend, side.module(alone), flushed,
-                                              side.xla_options, self.run_seconds)[index]
+                    raw, value = (self.children.run(side.backend, side.module(alone), given,
+                                                    side.xla_options, self.run_seconds)[index]
+                                  for given in (operands, [_flushed(x) for x in operands]))
                 except HlogenError:
                     continue
+                if self.differs(mine, raw) is None:
+                    continue  # alone, the other side agrees without flushing
             elif not _subnormal(value).any():
                 continue  # nothing to flush: the difference is another
-            if self.differs(probed.values[this][k], _flushed(value)) is None:
+            if self.differs(mine, _flushed(value)) is None:
                 return self.sides[this]
         return None
 
@@ -491,7 +502,8 @@ def _subnormal(a) -> np.ndarray:
         return _subnormal(a.real) | _subnormal(a.imag)
     if kind != T.FLOAT:
         return np.zeros(a.shape, bool)
-    x = np.abs(a.astype(np.float64))
+    with np.errstate(invalid="ignore"):  # (NaNs of narrow types)
+        x = np.abs(a.astype(np.float64))
     return (x > 0) & (x < float(ml_dtypes.finfo(a.dtype).smallest_normal))
 
 
@@ -499,7 +511,9 @@ def _flushed(a) -> np.ndarray:
     """`a` with its subnormals zeros."""
     a = np.asarray(a)
     if T.element_type(a.dtype).kind == T.COMPLEX:
-        return (_flushed(a.real) + 1j * _flushed(a.imag)).astype(a.dtype)
+        flushed = np.empty_like(a)  # (not real + 1j * imag: 1j * inf has a NaN real part)
+        flushed.real, flushed.imag = _flushed(a.real), _flushed(a.imag)
+        return flushed
     return np.where(_subnormal(a), np.zeros_like(a), a)
 
 
