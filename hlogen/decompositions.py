@@ -109,6 +109,26 @@ for _name in _BATCH_NORM:
     rule(RULES, _name, "the interpreter has no implementation of it")(_batch_norm)
 
 
+# -- scatter: the interpreter scatters into its operands' own storage -----------------------
+
+def _static_operands(op: ir.Operation) -> bool:
+    n = (len(op.operands) - 1) // 2
+    return all(ir.RankedTensorType(v.type).has_static_shape for v in list(op.operands)[:n])
+
+
+@rule(RULES, "stablehlo.scatter", "the interpreter updates its operands in place, so every "
+      "other use of them (a result, a later op, the next iteration) sees the scattered "
+      "values: it scatters into copies", _static_operands)
+def _scatter_into_copies(b: RewriteBuilder, op: ir.Operation, operands: list[Op]) -> None:
+    """Each operand is copied first by a reshape to its own type, which the interpreter
+    computes element by element into a new tensor (and no pass runs after the rewrites
+    to fold it away)."""
+    for k in range((len(op.operands) - 1) // 2):
+        value = op.operands[k]
+        op.operands[k] = b.emit("stablehlo.reshape", [value.type], [value]).result
+    return None
+
+
 # -- select_and_scatter: the interpreter applies the init value twice where it scatters ------
 
 @rule(RULES, "stablehlo.select_and_scatter",

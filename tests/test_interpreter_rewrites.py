@@ -83,6 +83,79 @@ def test_fft_is_rewritten_only_where_the_interpreter_fails():
     assert "stablehlo.convert" not in hg.mlir.op_names(prepare(comp, backends.CPU).computation.module)
 
 
+# -- Scatter into its operands' own storage ------------------------------------------------------
+
+_SCATTER_ONE = """
+    ({
+    ^bb0(%l: tensor<f32>, %r: tensor<f32>):
+      %sum = stablehlo.add %l, %r : tensor<f32>
+      stablehlo.return %sum : tensor<f32>
+    }) : (tensor<4xf32>, tensor<1x1xi32>, tensor<1xf32>) -> tensor<4xf32>"""
+_DIMS = ("<{scatter_dimension_numbers = #stablehlo.scatter<inserted_window_dims = [0], "
+         "scatter_dims_to_operand_dims = [0], index_vector_dim = 1>}>")
+
+
+def test_scatter_leaves_its_operands_as_they_were():
+    """The interpreter scatters into its operands' storage (a fuzzing find: a constant
+    returned beside its scatter came back updated); every other use of an operand, a
+    parameter or a constant returned, a value a loop carries on, keeps its values."""
+    comp = hg.load(f"""
+module @m {{
+  func.func @main(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>,
+                                         tensor<4xf32>, tensor<4xf32>) {{
+    %i0 = stablehlo.constant dense<0> : tensor<i32>
+    %zeros = stablehlo.constant dense<0.0> : tensor<4xf32>
+    %at = stablehlo.constant dense<[[1]]> : tensor<1x1xi32>
+    %one = stablehlo.constant dense<[1.0]> : tensor<1xf32>
+    %s = "stablehlo.scatter"(%x, %at, %one) {_DIMS} {_SCATTER_ONE}
+    %z = "stablehlo.scatter"(%zeros, %at, %one) {_DIMS} {_SCATTER_ONE}
+    %w:3 = "stablehlo.while"(%i0, %x, %x) ({{
+    ^bb0(%i: tensor<i32>, %a: tensor<4xf32>, %b: tensor<4xf32>):
+      %three = stablehlo.constant dense<3> : tensor<i32>
+      %go = stablehlo.compare LT, %i, %three : (tensor<i32>, tensor<i32>) -> tensor<i1>
+      stablehlo.return %go : tensor<i1>
+    }}, {{
+    ^bb0(%i: tensor<i32>, %a: tensor<4xf32>, %b: tensor<4xf32>):
+      %step = stablehlo.constant dense<1> : tensor<i32>
+      %next = stablehlo.add %i, %step : tensor<i32>
+      %n = "stablehlo.scatter"(%a, %at, %one) {_DIMS} {_SCATTER_ONE}
+      stablehlo.return %next, %a, %n : tensor<i32>, tensor<4xf32>, tensor<4xf32>
+    }}) : (tensor<i32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<i32>, tensor<4xf32>, tensor<4xf32>)
+    return %s, %x, %zeros, %w#1, %w#2 : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>,
+                                         tensor<4xf32>, tensor<4xf32>
+  }}
+}}""")
+    x = np.array([10, 20, 30, 40], np.float32)
+    plus = x + np.array([0, 1, 0, 0], np.float32)
+    want = [plus, x, np.zeros(4, np.float32), x, plus]  # read from the spec
+    for backend in BACKENDS:
+        for k, (got, expected) in enumerate(zip(run(comp, backend, x), want)):
+            np.testing.assert_array_equal(got, expected, err_msg=f"{backend}, result {k}")
+
+
+def test_scatter_of_one_value_twice_updates_each_result_apart():
+    """The same value as two operands of one scatter: each result is its own update (the
+    interpreter gave the second update to both)."""
+    comp = hg.load(f"""
+module @m {{
+  func.func @main(%x: tensor<4xf32>, %u: tensor<1xf32>, %v: tensor<1xf32>) -> (tensor<4xf32>, tensor<4xf32>) {{
+    %at = stablehlo.constant dense<[[1]]> : tensor<1x1xi32>
+    %s:2 = "stablehlo.scatter"(%x, %x, %at, %u, %v) {_DIMS} ({{
+    ^bb0(%a: tensor<f32>, %b: tensor<f32>, %c: tensor<f32>, %d: tensor<f32>):
+      %p = stablehlo.add %a, %c : tensor<f32>
+      %q = stablehlo.add %b, %d : tensor<f32>
+      stablehlo.return %p, %q : tensor<f32>, tensor<f32>
+    }}) : (tensor<4xf32>, tensor<4xf32>, tensor<1x1xi32>, tensor<1xf32>, tensor<1xf32>) -> (tensor<4xf32>, tensor<4xf32>)
+    return %s#0, %s#1 : tensor<4xf32>, tensor<4xf32>
+  }}
+}}""")
+    args = np.zeros(4, np.float32), np.array([1], np.float32), np.array([10], np.float32)
+    for backend in BACKENDS:
+        first, second = run(comp, backend, *args)
+        np.testing.assert_array_equal(first, [0, 1, 0, 0], err_msg=backend)
+        np.testing.assert_array_equal(second, [0, 10, 0, 0], err_msg=backend)
+
+
 # -- SelectAndScatter --------------------------------------------------------------------------
 
 def test_select_and_scatter_xla_r1s32_init_value():
