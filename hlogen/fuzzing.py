@@ -11,24 +11,28 @@ child process that may die or be stopped (hlogen.differential.isolated), with ra
 inputs (hlogen.differential.inputs: run_hlo_module's; for a share of the programs,
 `large_range`, over the whole exponent range, where overflows and rewrites of extreme
 values show) or the corpus file's values. What counts as a finding:
-- a divergence: the results differ by the comparison rule (XLA's Near by default);
+- a divergence: the results differ by the comparison rule (XLA's Near by default), and
+  the first op whose values differ does not differ only as the spec allows (a sum or
+  product in another order; a bitcast_convert of values that match by the rule, as NaNs
+  of another sign or payload do);
 - an error only one side reports (what hlogen refuses before a backend sees the module,
   hlogen.preflight's refusals, is not one: the program is skipped);
 - a crash: a side's process ends by a signal.
 Each finding is reduced (hlogen.differential.interests, at most `reduce_seconds`) while
-it stays the same kind: a divergence whose first difference is of the same class, the
-same side's error or crash with the same message (numbers aside). Its signature names
-the cause once, as a triager files it (`Signature`):
-- a divergence: the class of the first difference (interests.difference_class: a NaN
-  or an infinity, a subnormal, an integer, a predicate, a value, a shape) and the op
-  where the sides first differ, found by probing (every top-level value of main returned
-  and compared, hlogen.conformance.explain.probed; by the rule, or by 3 ULP and the
-  relative bound where the rule is Near, so that a subnormal flushed to zero is seen
-  where it is flushed), named as the module writes it (a chlo op, not its
+its signature stays the same: a divergence whose first difference is of the same class
+and of the same cause, the same side's error or crash with the same message (numbers
+aside). Its signature names the cause once, as a triager files it (`Signature`):
+- a divergence: the op where the sides first differ (the class of the difference there,
+  interests.difference_class: a NaN or an infinity, a subnormal, an integer, a
+  predicate, a value, a shape, is recorded but does not tell causes apart), found by
+  probing (every top-level value of main returned and compared,
+  hlogen.conformance.explain.probed: by the rule, or, where no op differs by it, by 3
+  ULP and the relative bound), named as the module writes it (a chlo op, not its
   decomposition); where that op's values on one side are the other side's with
-  subnormals (of its operands and results) made zeros, the cause is the side's flushing
-  of subnormals, whatever the op: one signature. Where no probe differs (probing keeps a
-  compiler from a rewrite), the op that makes the first differing result;
+  subnormals (of its operands, the op run alone on them, and of its results) made
+  zeros, the cause is the side's flushing of subnormals, whatever the op: one
+  signature. Where no probe differs (probing keeps a compiler from a rewrite), the
+  class and the op that makes the first differing result;
 - an error or a crash: the side, the error's class (or the signal) and the gist of its
   message (numbers aside: interests.message_gist).
 One reproducer per signature is kept in the output folder (NAME.mlir, NAME.inputs.npz,
@@ -41,6 +45,7 @@ summary is not new: `Fuzzed.new` lists the others.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import os
@@ -54,8 +59,9 @@ import ml_dtypes
 import numpy as np
 from jaxlib.mlir import ir
 
-from hlogen import backends, files, mlir
+from hlogen import backends, files, mlir, ops
 from hlogen import types as T
+from hlogen.builder import Builder
 from hlogen.computation import Computation
 from hlogen.conformance import files as conformance_files
 from hlogen.conformance.bounds import REDUCTIONS, reassociation_bound
@@ -99,7 +105,10 @@ class Signature:
     gist: str | None = None
 
     def __str__(self) -> str:
-        return (f"{self.kind} ({self.difference})" + (f" at {self.at}" if self.at else "")
+        """What names the cause: an op where the sides first differ names it whatever
+        the class of the difference there (log(exp(x)) rewritten to x is an infinity for
+        a large x, a value for a rounded one: one cause)."""
+        return (self.kind + (f" at {self.at}" if self.at else f" ({self.difference})")
                 + (f": {self.gist}" if self.gist else ""))
 
 
@@ -329,6 +338,7 @@ class _Fuzzer:
     def __init__(self, sides, tolerance, children, run_seconds):
         self.sides, self.tolerance = sides, tolerance
         self.children, self.run_seconds = children, run_seconds
+        self._flushes: dict = {}  # (side, dtype) -> whether it flushes subnormals
         # an op's values differ: by the rule, or (Near) also beyond 3 ULP and `rel`
         self.scaled = None if tolerance.ulp is not None or tolerance.bitwise else \
             (_SCALED, Tolerance(0, tolerance.rel))
@@ -350,7 +360,7 @@ class _Fuzzer:
             return "no inputs (constraints that conflict)"
         tagged = inputs.tagged(program)
         divergence = Divergence(*self.sides, self.tolerance, inputs, self.children,
-                                self.run_seconds, allowed=self.allowed)
+                                self.run_seconds)
         try:
             comparison = divergence.compare(tagged)
         except HlogenError:
@@ -359,9 +369,11 @@ class _Fuzzer:
             return None
         probed = self.probe(tagged, inputs.of(tagged))
         if probed is not None and self.allows(probed):
-            return "allowed by the spec (the order of a sum or product)"
+            return "allowed by the spec (the order of a sum or product, bits of matching values)"
         divergence.kind = difference_class(comparison)
-        return divergence, self.signature(tagged, comparison, probed)
+        signature = self.signature(tagged, comparison, probed)
+        divergence.keeps = functools.partial(self.keeps, signature)
+        return divergence, signature
 
     def probe(self, candidate: Computation, inputs: list) -> _Probed | None:
         """`candidate`'s top-level values on both sides (None when they cannot be had)."""
@@ -386,54 +398,95 @@ class _Fuzzer:
             names.append(written[int(tag.group(1))] if tag else op.name)
         return _Probed(module, probes, names, values, list(inputs))
 
-    def allowed(self, candidate: Computation, inputs, got: list, want: list) -> bool:
-        """Whether the candidate's difference is one the spec allows (`allows`)."""
+    def keeps(self, signature: Signature, candidate: Computation, inputs,
+              comparison: Comparison) -> bool:
+        """Whether a candidate of a reduction still shows the difference of `signature`:
+        not one the spec allows (`allows`), and of the same signature (so that a program
+        where one cause shows first is not reduced to another it also holds)."""
         probed = self.probe(candidate, inputs)
-        return probed is not None and self.allows(probed)
+        return probed is not None and not self.allows(probed) and \
+            str(self.signature(candidate, comparison, probed)) == str(signature)
 
     def allows(self, probed: _Probed) -> bool:
         """Whether the first top-level op of main whose values differ between the sides
-        (by the rule) differs only as the spec lets it (order_allows), its operands as
-        the reference side computes them."""
-        for k, (op, index, _) in enumerate(probed.probes):
+        (by the rule) differs only as the spec lets it (`spec_allows`)."""
+        for k in range(len(probed.probes)):
             a, b = probed.values[0][k], probed.values[1][k]
-            if compare_arrays(a, b, self.tolerance, shown=0).ok:
-                continue
-            operands = probed.operands(k, 1)
-            return operands is not None and order_allows(op, a, b, operands, self.tolerance)
+            if not compare_arrays(a, b, self.tolerance, shown=0).ok:
+                return self.spec_allows(probed, k)
         return False
+
+    def spec_allows(self, probed: _Probed, k: int) -> bool:
+        """Whether probe k's op differs between the sides only as the spec lets it: the
+        order of its arithmetic (order_allows, its operands as the reference side computes
+        them) or, for a bitcast_convert, the bits of operands that match (bitcast_allows)."""
+        op, a, b = probed.probes[k][0], probed.values[0][k], probed.values[1][k]
+        operands = probed.operands(k, 1)
+        if operands is None:
+            return False
+        if op.name == "stablehlo.bitcast_convert":
+            return bitcast_allows(a, b, probed.operands(k, 0)[0], operands[0], self.tolerance)
+        return order_allows(op, a, b, operands, self.tolerance)
 
     def signature(self, candidate: Computation, comparison: Comparison,
                   probed: _Probed | None) -> Signature:
         """The signature of a divergence (module docstring): the first op whose values
-        differ (by the rule, or beyond 3 ULP and `rel`) other than as the order of a sum
-        allows; else the op that makes the first differing result."""
-        for k, (op, index, _) in enumerate(probed.probes if probed is not None else ()):
-            a, b = probed.values[0][k], probed.values[1][k]
-            report = self.differs(a, b)
-            if report is None:
-                continue
-            operands = probed.operands(k, 1)
-            if operands is not None and order_allows(op, a, b, operands, self.tolerance):
-                continue
-            flushing = self._flushing(probed, k)
-            if flushing is not None:
-                return Signature("divergence", "subnormal",
-                                 gist=f"{flushing.label} flushes subnormals to zero")
-            return Signature("divergence", "shape" if report.problem else
-                             class_of(report.first[0].actual, report.first[0].expected),
-                             probed.written[k])
-        return Signature("divergence", difference_class(comparison) or "value",
-                         _result_op(candidate, comparison))
+        differ by the rule other than as the spec allows (or, where none does, beyond 3
+        ULP and `rel`), unless a side's flushing of subnormals explains it there; but
+        where an op before it already differs beyond 3 ULP and `rel` (at all, where the
+        op's results are not floats), not by flushing, the difference starts there
+        (log(exp(x)) in f16 differs a little, rsqrt of it a lot; (x*c)/c differs by an
+        ULP, x != (x*c)/c by everything). Without probes, the op that makes the first
+        differing result."""
+        found = None if probed is None else (next(self._differing(probed, self.differs_by_rule), None)
+                                             or next(self._differing(probed, self.differs), None))
+        if found is None:
+            return Signature("divergence", difference_class(comparison) or "value",
+                             _result_op(candidate, comparison))
+        k, report = found
+        flushing = self._flushing(probed, k)
+        if flushing is not None:
+            return Signature("divergence", "subnormal",
+                             gist=f"{flushing.label} flushes subnormals to zero")
+        # where the op's results are not floats (a comparison, a conversion to integers),
+        # any difference of the floats before it can flip them: the first one is the start
+        stepped = T.element_type(np.asarray(probed.values[0][k]).dtype).kind \
+            not in (T.FLOAT, T.COMPLEX)
+        for differs in (self.differs, self.differs_in_bits) if stepped else (self.differs,):
+            earlier = next(((j, small) for j, small in self._differing(probed, differs, k)
+                            if self._flushing(probed, j) is None), None)
+            if earlier is not None:
+                k, report = earlier
+                break
+        return Signature("divergence", "shape" if report.problem else
+                         class_of(report.first[0].actual, report.first[0].expected),
+                         probed.written[k])
+
+    def _differing(self, probed: _Probed, differs, before: int | None = None):
+        """(index, report) of each probe (before `before`) whose values differ by
+        `differs` other than as the spec allows, in order."""
+        for k in range(len(probed.probes) if before is None else before):
+            report = differs(probed.values[0][k], probed.values[1][k])
+            if report is not None and not self.spec_allows(probed, k):
+                yield k, report
 
     def _flushing(self, probed: _Probed, k: int) -> Side | None:
         """The side whose values of probe k are the other side's with subnormals made
         zeros: its operands' (the op run alone on the other side's backend, where it
         differs from this side's with the operands as they are and agrees once their
         subnormals are zeros: flushing, not a rewrite of the op in its module, makes the
-        difference) and its results'; None when neither's are."""
+        difference), its results', or the module's inputs' and constants'
+        (_flushed_at_source); None when none are. A side is named only where it flushes
+        a subnormal product of the type to zero (`flushes`): where flushing the operands
+        does not change the exact result, the other side's op may differ for another
+        reason."""
         op, index, _ = probed.probes[k]
+        values = [*(probed.operands(k, 0) or ()), probed.values[0][k]]
+        floats = [np.asarray(v).dtype for v in values
+                  if T.element_type(np.asarray(v).dtype).kind in (T.FLOAT, T.COMPLEX)]
         for this in (0, 1):
+            if not floats or not self.flushes(this, floats[0]):
+                continue
             other = 1 - this
             mine = probed.values[this][k]
             operands = probed.operands(k, other)
@@ -453,10 +506,72 @@ class _Fuzzer:
                 if self.differs(mine, raw) is None:
                     continue  # alone, the other side agrees without flushing
             elif not _subnormal(value).any():
-                continue  # nothing to flush: the difference is another
-            if self.differs(mine, _flushed(value)) is None:
+                value = None  # nothing to flush in the op
+            if value is not None and self.differs(mine, _flushed(value)) is None:
+                return self.sides[this]
+            if self._flushed_at_source(probed, k, this):
                 return self.sides[this]
         return None
+
+    def _flushed_at_source(self, probed: _Probed, k: int, this: int) -> bool:
+        """Whether the other side, running the probed module with its subnormal inputs
+        and constants made zeros, gives side `this`'s values of probe k (a subnormal
+        flushed by an op before the one whose values differ by the rule)."""
+        if not all(isinstance(x, np.ndarray) for x in probed.inputs):
+            return False
+        module = probed.module.clone()
+        changed = any(_subnormal(x).any() for x in probed.inputs)
+        with mlir.context():
+            for op in mlir.walk(module.module):
+                value = constant_of(op.results[0]) if op.name == "stablehlo.constant" else None
+                if value is not None and _subnormal(value).any():
+                    op.attributes["value"] = mlir.dense_attr(
+                        _flushed(value), mlir.shape_of_type(op.results[0].type))
+                    changed = True
+        if not changed:
+            return False
+        side = self.sides[1 - this]
+        try:
+            values = self.children.run(side.backend, side.module(module),
+                                       [_flushed(x) for x in probed.inputs],
+                                       side.xla_options, self.run_seconds)
+        except HlogenError:
+            return False
+        return self.differs(probed.values[this][k], values[k]) is None
+
+    def flushes(self, side: int, dtype: np.dtype) -> bool:
+        """Whether `side` (0: test, 1: reference) flushes subnormals of `dtype` (its
+        parts', for a complex type) to zero: the smallest subnormal times 1, both
+        parameters, is 0 there."""
+        dtype = np.dtype(np.real(np.zeros((), dtype)).dtype)
+        key = (side, dtype)
+        if key not in self._flushes:
+            chosen = self.sides[side]
+            b = Builder("flushes")
+            shape = T.Shape(T.element_type(dtype), ())
+            comp = b.build(ops.mul(b.parameter(shape, "x"), b.parameter(shape, "y")))
+            tiny = np.array(ml_dtypes.finfo(dtype).smallest_subnormal, dtype)
+            try:
+                (got,) = self.children.run(chosen.backend, chosen.module(comp),
+                                           [tiny, np.ones((), dtype)], chosen.xla_options,
+                                           self.run_seconds)
+                self._flushes[key] = bool(np.asarray(got) == 0)
+            except HlogenError:
+                self._flushes[key] = False
+        return self._flushes[key]
+
+    @staticmethod
+    def differs_in_bits(a, b):
+        """The report of an op's values `a` and `b` when they differ at all (0 ULP apart:
+        two NaNs, or -0 and +0, do not); None when they do not."""
+        report = compare_arrays(a, b, Tolerance(ulp=0), shown=1)
+        return None if report.ok else report
+
+    def differs_by_rule(self, a, b):
+        """The report of an op's values `a` and `b` when they differ by the rule; None
+        when they do not."""
+        report = compare_arrays(a, b, self.tolerance, shown=1)
+        return None if report.ok else report
 
     def differs(self, a, b):
         """The report of an op's values `a` and `b` when they differ (by the rule, or
@@ -550,7 +665,8 @@ def order_allows(op, got, want, operands: list, tolerance: Tolerance = Tolerance
     multiplies: _product_bound), an infinity where the other side reaches the type's
     largest finite value within that bound (one order overflows), or a NaN against an
     infinity from operands that hold infinities or NaNs (against anything, for a
-    triangular solve or a Cholesky factorization: _ALGORITHM_FREE)."""
+    triangular solve or a Cholesky factorization, _ALGORITHM_FREE, and for a product
+    that can reach both an infinity and a zero: _zero_meets_overflow)."""
     a, e = np.asarray(got), np.asarray(want)
     if op.name not in _ORDER_FREE or a.shape != e.shape or a.dtype != e.dtype or \
             T.element_type(a.dtype).kind not in (T.FLOAT, T.COMPLEX):
@@ -577,7 +693,55 @@ def order_allows(op, got, want, operands: list, tolerance: Tolerance = Tolerance
                   for v, f in zip(operands, floats))
         swapped = odd & ((np.isnan(x) | np.isnan(y)) if op.name in _ALGORITHM_FREE else
                          (np.isnan(x) & np.isinf(y)) | (np.isinf(x) & np.isnan(y)))
+        if _multiplies(op) and _zero_meets_overflow(finite, floats, a.dtype):
+            swapped = swapped | np.isnan(x) | np.isnan(y)
     return bool(np.all((close | overflows | swapped)[judge(a, e, tolerance)[0]]))
+
+
+def _multiplies(op) -> bool:
+    """Whether `op` is a reduce or reduce_window whose body multiplies."""
+    body = [o.operation.name for o in op.regions[0].blocks[0].operations] if op.regions else []
+    return op.name in ("stablehlo.reduce", "stablehlo.reduce_window") and \
+        body == ["stablehlo.multiply", "stablehlo.return"]
+
+
+def _zero_meets_overflow(finite: list, floats: list, dtype) -> bool:
+    """Whether a product of the float operands' finite values in some order can overflow
+    to an infinity before it meets a zero (inf * 0: a NaN in that order, a number in
+    another): their magnitudes above 1 multiply past the largest value of `dtype`, and
+    they hold a zero, or their magnitudes below 1 multiply past its smallest."""
+    values = [np.abs(np.asarray(v).astype(np.complex128 if np.iscomplexobj(v) else np.float64))
+              for v, f in zip(finite, floats) if f]
+    if not values:
+        return False
+    info = ml_dtypes.finfo(np.real(np.zeros((), dtype)).dtype)
+    with np.errstate(divide="ignore"):
+        growth = sum(float(np.log2(v[v > 1]).sum()) for v in values)
+        shrinking = sum(float(np.log2(v[(v > 0) & (v < 1)]).sum()) for v in values)
+    zero = any((v == 0).any() for v in values) or \
+        shrinking < float(np.log2(float(info.smallest_subnormal)))
+    return zero and growth > float(np.log2(float(info.max)))
+
+
+def bitcast_allows(got, want, operand_got, operand_want,
+                   tolerance: Tolerance = Tolerance()) -> bool:
+    """Whether a bitcast_convert's results `got` and `want` (of its operand's values
+    `operand_got` and `operand_want` on each side) differ only as its float operand's
+    bits do, where the operand's values match by the rule: a bitcast shows the bits of
+    what the rule lets differ (a NaN's sign and payload, which the spec, as IEEE 754,
+    leaves to the implementation; the last bits of a function it leaves inexact)."""
+    x, y, got, want = (np.asarray(v) for v in (operand_got, operand_want, got, want))
+    if T.element_type(x.dtype).kind not in (T.FLOAT, T.COMPLEX) or \
+            (x.shape, x.dtype, got.shape, got.dtype) != (y.shape, y.dtype, want.shape, want.dtype) \
+            or judge(x, y, tolerance)[0].any():
+        return False
+    operand_differs = judge(x, y, Tolerance(bitwise=True))[0]
+    differs = judge(got, want, tolerance)[0]
+    if differs.ndim == x.ndim + 1:  # to narrower elements: several per operand element
+        differs = differs.any(-1)
+    elif x.ndim == differs.ndim + 1:  # to wider elements: several operand elements in one
+        operand_differs = operand_differs.any(-1)
+    return differs.shape == operand_differs.shape and not np.any(differs & ~operand_differs)
 
 
 def _product_bound(op, x: np.ndarray, y: np.ndarray) -> np.ndarray | None:
@@ -585,9 +749,7 @@ def _product_bound(op, x: np.ndarray, y: np.ndarray) -> np.ndarray | None:
     its products (x and y, widened) may be apart: n terms in any order are n - 1
     roundings, each evaluation within gamma_{n-1} of the exact product relatively
     (Higham 3.1), so two within 2 gamma / (1 - gamma) of the larger finite magnitude."""
-    body = [o.operation.name for o in op.regions[0].blocks[0].operations] if op.regions else []
-    if op.name not in ("stablehlo.reduce", "stablehlo.reduce_window") or \
-            body != ["stablehlo.multiply", "stablehlo.return"]:
+    if not _multiplies(op):
         return None
     roundings = REDUCTIONS[op.name][0](op) - 1
     u = float(ml_dtypes.finfo(mlir.shape_of_type(op.results[0].type).element_type.dtype).eps) / 2
@@ -605,9 +767,9 @@ def _last_words(message: str) -> str:
 
 def _reduce(program: Computation, interest: Interest, signature: Signature, where: str,
             seed: int, seconds: float, fuzzer: _Fuzzer, progress):
-    """(the Finding, its Reduction), or None when the difference does not show again. A
-    divergence's signature is the reduced module's; an error's, the program's (its
-    message, numbers aside, is what the reduction keeps)."""
+    """(the Finding, its Reduction), or None when the difference does not show again.
+    The reduction keeps the signature (a divergence's, Divergence.keeps; an error's
+    message, numbers aside)."""
     try:
         reduced = reduce_with(interest.inputs.tagged(program), interest, seed=seed,
                               timeout=seconds, progress=progress)
@@ -616,13 +778,9 @@ def _reduce(program: Computation, interest: Interest, signature: Signature, wher
     interest.deadline = None  # (the search's: over)
     if isinstance(interest, Divergence):
         try:
-            comparison = interest.compare(reduced.computation, reduced.inputs)
-            message = comparison.text()
+            message = interest.compare(reduced.computation, reduced.inputs).text()
         except HlogenError as e:
-            comparison, message = None, str(e)
-        if comparison is not None and not comparison.ok:
-            signature = fuzzer.signature(reduced.computation, comparison,
-                                         fuzzer.probe(reduced.computation, reduced.inputs))
+            message = str(e)
     else:
         message = reduced.seen(fuzzer.children)
     ops = sorted({op.name for op in mlir.walk(reduced.computation.module)

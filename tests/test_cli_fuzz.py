@@ -30,8 +30,9 @@ def test_the_readme_example_and_what_it_writes(tmp_path, monkeypatch):
     assert summary["new"] == 0 and summary["programs"] == 4 and summary["seed"] == 0
     assert summary["test"]["backend"] == "cpu" and summary["reference"]["backend"] == "interpret"
     (finding,) = summary["findings"]
-    # named by its cause: the class of the first difference, the op where the sides part
-    assert finding["signature"] == "divergence (value) at stablehlo.subtract"
+    # named by its cause, the op where the sides part; the class of the difference there
+    # is recorded beside it
+    assert finding["signature"] == "divergence at stablehlo.subtract"
     assert (finding["kind"], finding["difference"], finding["at"]) == \
         ("divergence", "value", "stablehlo.subtract")
     assert finding["ops"] == ["stablehlo.add", "stablehlo.subtract"]
@@ -74,6 +75,63 @@ def test_a_crash_in_the_corpus_is_a_finding_and_the_fuzzer_goes_on(tmp_path):
     assert ran.exit_code == 1 and "aborted (SIGABRT)" in ran.stderr, ran.output
     summary = json.loads((tmp_path / "found" / "summary.json").read_text())
     assert [f["kind"] for f in summary["findings"]] == [f.kind for f in run.findings]
+
+
+def test_a_bitcast_of_values_that_match_is_not_a_finding(tmp_path):
+    """XLA CPU's log of a negative number is a NaN of other bits than the interpreter's,
+    and a bitcast_convert to integers shows them: the spec leaves a NaN's sign and
+    payload open, so the fuzzer leaves the difference out (compare reports it)."""
+    comp = hg.load("""
+module @m {
+  func.func @main(%x: tensor<4xf32>) -> tensor<4xi32> {
+    %0 = stablehlo.log %x : tensor<4xf32>
+    %1 = stablehlo.bitcast_convert %0 : (tensor<4xf32>) -> tensor<4xi32>
+    return %1 : tensor<4xi32>
+  }
+}""")
+    shown = hg.differential.compare(comp, [np.array([-1, -2, 3, -4], np.float32)])
+    assert not shown.ok  # the bits differ: cpu's NaN is 0xFFFFFFFF, the interpreter's not
+    run = hg.fuzz("cpu", "interpret", out=tmp_path / "found", seed=0, corpus=[comp],
+                  programs=12, seconds=300, large_range=False)
+    assert "bits of matching values" in " ".join(run.skipped), run.text()
+    assert not [f for f in run.findings if f.at == "stablehlo.bitcast_convert"], run.text()
+    # and the rule behind it, on arrays: only where the operands' bits differ, and
+    # wherever they differ, they match by the rule
+    from hlogen.fuzzing import bitcast_allows
+    a = np.array([np.nan, 1.0], np.float32)
+    b = a.copy()
+    b[0] = -b[0]
+    assert bitcast_allows(a.view(np.int32), b.view(np.int32), a, b)
+    assert bitcast_allows(a.view(np.int8).reshape(2, 4), b.view(np.int8).reshape(2, 4), a, b)
+    h = np.array([[np.nan, 1], [2, np.nan]], np.float16)
+    g = h.copy()
+    g[0, 0] = -g[0, 0]
+    assert bitcast_allows(h.view(np.int32)[:, 0], g.view(np.int32)[:, 0], h, g)
+    g[1, 0] = 3  # a value that does not match
+    assert not bitcast_allows(h.view(np.int32)[:, 0], g.view(np.int32)[:, 0], h, g)
+    same = np.array([1, 2], np.float32)  # equal operands, results that differ: a fault
+    assert not bitcast_allows(np.array([1, 2], np.int32), np.array([1, 3], np.int32), same, same)
+
+
+def test_a_product_in_another_order_may_meet_an_infinity_or_a_zero_first():
+    """A reduce that multiplies f16 values whose large ones overflow and whose small ones
+    underflow: XLA CPU's order gives inf * 0 = NaN, the interpreter's 0 (a fuzzing find);
+    the spec leaves the order open. Values that cannot overflow leave no such excuse."""
+    from hlogen.fuzzing import order_allows
+    comp = hg.load("""
+module @m {
+  func.func @main(%x: tensor<8xf16>) -> tensor<f16> {
+    %one = stablehlo.constant dense<1.0> : tensor<f16>
+    %0 = stablehlo.reduce(%x init: %one) applies stablehlo.multiply across dimensions = [0] : (tensor<8xf16>, tensor<f16>) -> tensor<f16>
+    return %0 : tensor<f16>
+  }
+}""")
+    (op,) = [op for op in hg.mlir.walk(comp.module) if op.name == "stablehlo.reduce"]
+    nan, zero = np.float16(np.nan), np.float16(0)
+    extreme = np.array([300, 450, 330, 3100, 1e-4, 2e-4, 1e-3, 3e-3], np.float16)
+    assert order_allows(op, nan, zero, [extreme, np.float16(1)])
+    tame = np.array([3, 4, 3, 3, 1e-4, 2e-4, 1e-3, 3e-3], np.float16)
+    assert not order_allows(op, nan, zero, [tame, np.float16(1)])
 
 
 @pytest.mark.parametrize("args,said", [

@@ -259,17 +259,18 @@ class Predicate(Interest):
 
 class Divergence(Interest):
     """The two sides' results differ by `tolerance`, the first difference of `kind`
-    (difference_class; any, for None), in a way `allowed(candidate, inputs, test's
-    results, reference's results)` does not say the spec allows (None: every way)."""
+    (difference_class; any, for None), and `keeps(candidate, inputs, comparison)` holds
+    when given: the difference is still the one being kept (the fuzzer's: one the spec
+    does not allow, of the same signature)."""
 
     uses_inputs = True
 
     def __init__(self, test: Side, reference: Side, tolerance: Tolerance, inputs: Inputs,
                  children: Children, seconds: float = RUN_SECONDS, kind: str | None = None,
-                 allowed: Callable | None = None):
+                 keeps: Callable | None = None):
         super().__init__(children, seconds)
         self.test, self.reference, self.tolerance = test, reference, tolerance
-        self.inputs, self.kind, self.allowed = inputs, kind, allowed
+        self.inputs, self.kind, self.keeps = inputs, kind, keeps
         self.results: dict = {}  # side -> its result leaves, of the last comparison
 
     def compare(self, candidate: Computation, inputs=None) -> Comparison:
@@ -286,11 +287,11 @@ class Divergence(Interest):
                        ulp=t.ulp, bitwise=t.bitwise, runner=run)
 
     def differs(self, candidate: Computation, inputs=None) -> Comparison | None:
-        """The comparison, when the results differ in a way the spec does not allow."""
+        """The comparison, when the results differ in the way being kept (`keeps`)."""
         inputs = self.inputs.of(candidate) if inputs is None else inputs
         comparison = self.compare(candidate, inputs)
-        if comparison.ok or (self.allowed is not None and self.allowed(
-                candidate, inputs, self.results[self.test], self.results[self.reference])):
+        if comparison.ok or (self.keeps is not None and
+                             not self.keeps(candidate, inputs, comparison)):
             return None
         return comparison
 
