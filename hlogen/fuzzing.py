@@ -438,8 +438,9 @@ class _Fuzzer:
         (log(exp(x)) in f16 differs a little, rsqrt of it a lot; (x*c)/c differs by an
         ULP, x != (x*c)/c by everything). Without probes, the op that makes the first
         differing result."""
-        found = None if probed is None else (next(self._differing(probed, self.differs_by_rule), None)
-                                             or next(self._differing(probed, self.differs), None))
+        found = None if probed is None else (
+            next(self._differing(probed, self.differs_by_rule), None)
+            or next(self._differing(probed, self.differs), None))
         if found is None:
             return Signature("divergence", difference_class(comparison) or "value",
                              _result_op(candidate, comparison))
