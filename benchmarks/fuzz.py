@@ -22,7 +22,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import hlogen as hg  # noqa: E402
 from _timing import machine  # noqa: E402
 from hlogen.differential import generate, random_inputs  # noqa: E402
-from hlogen.fuzzing import LARGE_RANGE_SHARE, _PROGRAM_SEED, large_range_of  # noqa: E402
+from hlogen.fuzzing import LARGE_RANGE_SHARE, large_range_of, program_seed_of  # noqa: E402
 
 PROGRAMS = 60
 SEED = 11
@@ -35,7 +35,7 @@ def main():
     reducing = run.reducing
     start = time.perf_counter()
     for k in range(0, PROGRAMS):
-        seed = SEED * _PROGRAM_SEED + k
+        seed = program_seed_of(SEED, k)
         comp = generate(seed)
         args = random_inputs(comp, seed=seed,
                              large_range=large_range_of(seed, LARGE_RANGE_SHARE))

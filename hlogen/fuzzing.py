@@ -74,7 +74,8 @@ from hlogen.differential.interests import (Divergence, Failure, Inputs, Interest
                                            difference_class, message_gist, message_pattern,
                                            reduce_with)
 from hlogen.differential.isolated import Children, Died
-from hlogen.differential.near import Tolerance, compare_arrays, judge
+from hlogen.differential.near import (Tolerance, compare_arrays, flushed_to_zero, judge,
+                                      subnormal)
 from hlogen.differential.reduce import op_alone
 from hlogen.errors import HlogenError, InputError, UnsupportedError
 from hlogen.loading import load
@@ -82,7 +83,7 @@ from hlogen.runtime.execution import prepare
 
 SUMMARY, JUNIT = "summary.json", "junit.xml"
 LARGE_RANGE_SHARE = 0.5  # of the programs, by default, whose inputs span the exponent range
-_PROGRAM_SEED = 1_000_003  # program k of a run of seed S has seed S * _PROGRAM_SEED + k
+_PROGRAM_SEED = 1_000_003
 # ops a finding's op list leaves out: whether a value is a constant or a parameter is
 # incidental
 _NOT_SIGNED = frozenset({"stablehlo.constant", "func.func", "func.return", "stablehlo.return",
@@ -245,7 +246,7 @@ def fuzz(test="cpu", reference="interpret", *, out, seconds: float = 60, seed: i
 
         k = 0
         while time.monotonic() - start < seconds and (programs is None or k < programs):
-            program_seed = seed * _PROGRAM_SEED + k
+            program_seed = program_seed_of(seed, k)
             if entries and k % 2:
                 run.from_corpus += 1
                 where, program, given = entries.pick(k // 2, program_seed)
@@ -295,6 +296,11 @@ def fuzz(test="cpu", reference="interpret", *, out, seconds: float = 60, seed: i
     outputs.write(SUMMARY, _summary(run, known))
     outputs.write(JUNIT, junit(run))
     return run
+
+
+def program_seed_of(seed: int, k: int) -> int:
+    """The seed of program k (its generation, mutation and inputs) in a run of `seed`."""
+    return seed * _PROGRAM_SEED + k
 
 
 def large_range_of(program_seed: int, share: float) -> bool:
@@ -411,8 +417,7 @@ class _Fuzzer:
         """Whether the first top-level op of main whose values differ between the sides
         (by the rule) differs only as the spec lets it (`spec_allows`)."""
         for k in range(len(probed.probes)):
-            a, b = probed.values[0][k], probed.values[1][k]
-            if not compare_arrays(a, b, self.tolerance, shown=0).ok:
+            if self.differs_by_rule(probed.values[0][k], probed.values[1][k]) is not None:
                 return self.spec_allows(probed, k)
         return False
 
@@ -494,21 +499,21 @@ class _Fuzzer:
             if operands is None:
                 continue
             value = probed.values[other][k]
-            if any(_subnormal(x).any() for x in operands):
+            if any(subnormal(x).any() for x in operands):
                 side = self.sides[other]
                 with mlir.context(), ir.Location.unknown():
                     alone = Computation(op_alone(op, parameters=True))
                 try:
                     raw, value = (self.children.run(side.backend, side.module(alone), given,
                                                     side.xla_options, self.run_seconds)[index]
-                                  for given in (operands, [_flushed(x) for x in operands]))
+                                  for given in (operands, [flushed_to_zero(x) for x in operands]))
                 except HlogenError:
                     continue
                 if self.differs(mine, raw) is None:
                     continue  # alone, the other side agrees without flushing
-            elif not _subnormal(value).any():
+            elif not subnormal(value).any():
                 value = None  # nothing to flush in the op
-            if value is not None and self.differs(mine, _flushed(value)) is None:
+            if value is not None and self.differs(mine, flushed_to_zero(value)) is None:
                 return self.sides[this]
             if self._flushed_at_source(probed, k, this):
                 return self.sides[this]
@@ -521,20 +526,20 @@ class _Fuzzer:
         if not all(isinstance(x, np.ndarray) for x in probed.inputs):
             return False
         module = probed.module.clone()
-        changed = any(_subnormal(x).any() for x in probed.inputs)
+        changed = any(subnormal(x).any() for x in probed.inputs)
         with mlir.context():
             for op in mlir.walk(module.module):
                 value = constant_of(op.results[0]) if op.name == "stablehlo.constant" else None
-                if value is not None and _subnormal(value).any():
+                if value is not None and subnormal(value).any():
                     op.attributes["value"] = mlir.dense_attr(
-                        _flushed(value), mlir.shape_of_type(op.results[0].type))
+                        flushed_to_zero(value), mlir.shape_of_type(op.results[0].type))
                     changed = True
         if not changed:
             return False
         side = self.sides[1 - this]
         try:
             values = self.children.run(side.backend, side.module(module),
-                                       [_flushed(x) for x in probed.inputs],
+                                       [flushed_to_zero(x) for x in probed.inputs],
                                        side.xla_options, self.run_seconds)
         except HlogenError:
             return False
@@ -608,29 +613,6 @@ class _Fuzzer:
         return (Failure(side, message_pattern(str(e)), False, inputs, self.children,
                         self.run_seconds, runs=other),
                 Signature(f"error on {side.label}", type(e).__name__, gist=message_gist(str(e))))
-
-
-def _subnormal(a) -> np.ndarray:
-    """Where `a` (any array) holds a subnormal float (a part of a complex number)."""
-    a = np.asarray(a)
-    kind = T.element_type(a.dtype).kind
-    if kind == T.COMPLEX:
-        return _subnormal(a.real) | _subnormal(a.imag)
-    if kind != T.FLOAT:
-        return np.zeros(a.shape, bool)
-    with np.errstate(invalid="ignore"):  # (NaNs of narrow types)
-        x = np.abs(a.astype(np.float64))
-    return (x > 0) & (x < float(ml_dtypes.finfo(a.dtype).smallest_normal))
-
-
-def _flushed(a) -> np.ndarray:
-    """`a` with its subnormals zeros."""
-    a = np.asarray(a)
-    if T.element_type(a.dtype).kind == T.COMPLEX:
-        flushed = np.empty_like(a)  # (not real + 1j * imag: 1j * inf has a NaN real part)
-        flushed.real, flushed.imag = _flushed(a.real), _flushed(a.imag)
-        return flushed
-    return np.where(_subnormal(a), np.zeros_like(a), a)
 
 
 def _result_op(candidate: Computation, comparison: Comparison) -> str | None:

@@ -269,3 +269,22 @@ def test_a_report_keeps_its_mask_and_the_largest_ulp_of_what_differs():
     for bad in ({"ulp": 1, "exact": True}, {"min_ulp": 2}, {"ulp": 1, "min_ulp": 2}):
         with pytest.raises(hg.InputError):
             Tolerance(**bad)
+
+
+def test_subnormals_and_flushing_them_by_the_ieee_bounds():
+    """Subnormal: nonzero and below 2**(1 - bias) (f32 2**-126, f16 2**-14, f64 2**-1022),
+    in either part of a complex number; flushing makes them zeros and keeps the rest,
+    infinities and NaNs included."""
+    from hlogen.differential.near import flushed_to_zero, subnormal
+    f32 = np.array([2.0 ** -126, 2.0 ** -127, -2.0 ** -149, 0.0, np.inf, np.nan], np.float32)
+    assert subnormal(f32).tolist() == [False, True, True, False, False, False]
+    f16 = np.array([2.0 ** -14, 2.0 ** -15], np.float16)
+    assert subnormal(f16).tolist() == [False, True]
+    assert subnormal(np.array([2.0 ** -1023], np.float64)).tolist() == [True]
+    assert not subnormal(np.array([1, 0], np.int32)).any()
+    flushed = flushed_to_zero(f32)
+    assert flushed[1] == 0 and flushed[2] == 0 and flushed[0] == 2.0 ** -126
+    assert np.isinf(flushed[4]) and np.isnan(flushed[5])
+    c = np.array([complex(2.0 ** -1030, np.inf), complex(1, 2.0 ** -1030)], np.complex128)
+    assert subnormal(c).tolist() == [True, True]
+    assert flushed_to_zero(c).tolist() == [complex(0, np.inf), complex(1, 0)]

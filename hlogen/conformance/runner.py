@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import time
 
-import ml_dtypes
 import numpy as np
 from jaxlib.mlir._mlir_libs import _stablehlo
 
@@ -21,6 +20,7 @@ from hlogen.conformance import files, judge
 from hlogen.conformance.bounds import BOUNDS, within
 from hlogen.conformance.explain import first_divergence
 from hlogen.conformance.module import Case, load_case, load_quant_dialect
+from hlogen.differential.near import subnormal
 from hlogen.loading import parse_module
 from hlogen.errors import HlogenError, InputError, UnsupportedError
 
@@ -246,24 +246,13 @@ def _ulp_of(verdict, got) -> int:
     return verdict.max_ulp if measured else 2 ** 62
 
 
-def _subnormal(a: np.ndarray) -> np.ndarray:
-    et = T.element_type(a.dtype)
-    if et.kind == T.COMPLEX:
-        return _subnormal(a.real) | _subnormal(a.imag)
-    if et.kind != T.FLOAT:
-        return np.zeros(a.shape, bool)
-    tiny = float(ml_dtypes.finfo(a.dtype).smallest_normal)
-    x = np.abs(a.astype(np.float64))
-    return (x > 0) & (x < tiny)
-
-
 def _explained_by_subnormals(mask, got, want, arguments) -> bool:
     """Every mismatch sits where a same-shaped input, the expected or the actual value is
     subnormal: what flushing subnormals to zero (XLA CPU) changes."""
-    covered = _subnormal(np.asarray(want)) | _subnormal(np.asarray(got))
+    covered = subnormal(np.asarray(want)) | subnormal(np.asarray(got))
     for a in arguments:
         if a.shape == mask.shape:
-            covered |= _subnormal(a)
+            covered |= subnormal(a)
     return bool(np.all(covered[mask]))
 
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
+import ml_dtypes
 import numpy as np
 
 from hlogen import types as T
@@ -371,6 +372,31 @@ def _histogram(rel: np.ndarray, exact: int = 0) -> dict:
               [f">={10.0 ** _DECADES[-1]:g}", "inf"])
     return {label: reaching[i] - reaching[i + 1] for i, label in enumerate(labels)
             if reaching[i] > reaching[i + 1]}
+
+
+# -- subnormals ------------------------------------------------------------------------------
+
+def subnormal(a) -> np.ndarray:
+    """Where `a` (any array) holds a subnormal float (in a part of a complex number)."""
+    a = np.asarray(a)
+    kind = _kind(a.dtype)
+    if kind == T.COMPLEX:
+        return subnormal(a.real) | subnormal(a.imag)
+    if kind != T.FLOAT:
+        return np.zeros(a.shape, bool)
+    with np.errstate(invalid="ignore"):  # (NaNs of narrow types)
+        x = np.abs(a.astype(np.float64))
+    return (x > 0) & (x < float(ml_dtypes.finfo(a.dtype).smallest_normal))
+
+
+def flushed_to_zero(a) -> np.ndarray:
+    """`a` with its subnormals made zeros, as a backend that flushes them reads it."""
+    a = np.asarray(a)
+    if _kind(a.dtype) == T.COMPLEX:
+        flushed = np.empty_like(a)  # (not real + 1j * imag: 1j * inf has a NaN real part)
+        flushed.real, flushed.imag = flushed_to_zero(a.real), flushed_to_zero(a.imag)
+        return flushed
+    return np.where(subnormal(a), np.zeros_like(a), a)
 
 
 # -- values for JSON and for people ---------------------------------------------------------
