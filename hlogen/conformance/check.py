@@ -19,6 +19,12 @@ FAILING = ("fail", "error", "crash", "timeout")
 STATUSES = ("pass", "ran", "fail", "error", "crash", "timeout", "known", "skipped", "disabled")
 
 
+def identity(backend: str) -> dict | None:
+    """A plugin's identity (which library was judged); None for the others and for the
+    round-trip records, which no backend ran."""
+    return None if backend == files.ROUNDTRIP else declared.get(backend).identity
+
+
 @dataclasses.dataclass
 class Run:
     records: list
@@ -98,7 +104,7 @@ def _beside_jaxlib_cpu(records: list, plans: dict, entries: list, jobs: int, tim
     run's XLA options (judged against a copy of the known-deviation list: they are not
     this run's)."""
     failures = [r for r in records
-                if r["status"] in FAILING and declared.get(r["backend"]).identity]
+                if r["status"] in FAILING and identity(r["backend"])]
     if not failures:
         return
     cpu = {(r["file"], r["module"]): r for r in records if r["backend"] == declared.CPU.name}

@@ -61,6 +61,11 @@ def interpreter_only(text: str) -> str | None:
     return None
 
 
+# The records of files whose RUN lines only serialize and read back (StableHLO's
+# `*_dynamic.mlir`) carry this in place of a backend: no backend ran them.
+ROUNDTRIP = "roundtrip"
+
+
 def discover(paths) -> list[str]:
     """The .mlir files under `paths` (files or directories), sorted; an InputError for a
     path that does not exist or holds none."""

@@ -7,8 +7,7 @@ import os
 import statistics
 import xml.etree.ElementTree as ET
 
-from hlogen import backends
-from hlogen.conformance.check import FAILING, STATUSES, Run
+from hlogen.conformance.check import FAILING, STATUSES, Run, identity
 
 
 def _name(record: dict) -> str:
@@ -30,11 +29,11 @@ def summary(run: Run, per_op: bool = True, max_listed: int = 50) -> str:
         median = f", median {1e3 * statistics.median(times):.1f} ms" if times else ""
         aside = (counts["skipped"] + counts["known"]) / len(records)
         lines.append(f"  {backend}: {parts} ({rate}{median}; {100 * aside:.2f}% skipped or known)")
-        identity = backends.get(backend).identity  # a plugin's: which one was judged
-        if identity:
-            lines.append(f"    {identity['library']} (version {identity['version'] or '?'}, "
-                         f"platform {identity['platform']} {identity['platform_version']}, "
-                         f"PJRT C API {identity['pjrt_c_api']}); its failures say whether "
+        plugin = identity(backend)  # a plugin's: which one was judged
+        if plugin:
+            lines.append(f"    {plugin['library']} (version {plugin['version'] or '?'}, "
+                         f"platform {plugin['platform']} {plugin['platform_version']}, "
+                         f"PJRT C API {plugin['pjrt_c_api']}); its failures say whether "
                          f"jaxlib's cpu fails them too")
         per_file: dict = collections.defaultdict(set)
         for r in records:

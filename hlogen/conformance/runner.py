@@ -169,7 +169,7 @@ def _load(path: str, index: int, backend: str, record: dict) -> Case | None:
     record["line"] = module.line
     if not plan.interpret and not plan.disabled:
         if plan.roundtrip:
-            record["backend"] = "roundtrip"
+            record["backend"] = files.ROUNDTRIP
             record.update(roundtrip(module.text, path))
         else:
             record.update(status="skipped", message="no RUN line runs or serializes it")
