@@ -83,3 +83,4 @@ def test_check_writes_its_reports_over_every_kind_of_file(folder, tmp_path, back
     cases = sum(int(s.get("tests")) for s in suites.values())
     assert cases == len(records)
     assert not [r for r in records if r["status"] in ("fail", "error", "crash", "timeout")]
+

@@ -99,7 +99,8 @@ def run(paths, backends, jobs: int | None = None, timeout: float = 120.0, known_
 def _beside_jaxlib_cpu(records: list, plans: dict, entries: list, jobs: int, timeout: float,
                        batch: int, xla_options: list) -> None:
     """Each failure of a PJRT plugin says whether jaxlib's own cpu fails the module too
-    (then a known XLA deviation is known on the plugin as well) or only the plugin does.
+    (then a known XLA deviation with the same outcome is known on the plugin as well: a
+    plugin that crashes where cpu refuses still crashes) or only the plugin does.
     cpu's records come from this run, or from running cpu on those modules now, with the
     run's XLA options (judged against a copy of the known-deviation list: they are not
     this run's)."""
@@ -123,9 +124,12 @@ def _beside_jaxlib_cpu(records: list, plans: dict, entries: list, jobs: int, tim
         twin = cpu.get((r["file"], r["module"]))
         if twin is None:
             continue
-        if twin["status"] == "known":
+        if twin["status"] == "known" and twin["was"] == r["status"]:
             r["was"], r["status"] = r["status"], "known"
             r["known"] = f"as on jaxlib's cpu: {twin['known']}"
+        elif twin["status"] == "known":  # another outcome (a crash where cpu refuses): its own
+            r["message"] += (f" (only on {r['backend']}: jaxlib's cpu gives {twin['was']}, a "
+                             f"known deviation there: {twin['known']})")
         elif twin["status"] in FAILING:
             r["message"] += f" (jaxlib's cpu fails it too: {twin['status']})"
         else:
