@@ -538,7 +538,10 @@ def test_the_page_s_example_builds_and_runs_as_written(tmp_path, monkeypatch):
     env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
     built = subprocess.run(line, shell=True, cwd=tmp_path, env=env, capture_output=True,
                            text=True, timeout=300)
-    assert built.returncode == 0 and built.stdout + built.stderr == "", built.stderr
+    # it prints nothing on standard output; g++ warns on standard error about jaxlib's
+    # headers (the page says so)
+    assert built.returncode == 0 and built.stdout == "", built.stderr
+    assert (tmp_path / "libscale_add.so").exists()
     monkeypatch.chdir(tmp_path)  # the page loads ./libscale_add.so
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
