@@ -7,6 +7,7 @@ mkdocs is in the test extra, so `make test` always builds the site (a second or 
 a page that breaks the site fails the suite, not only `make docs`."""
 from __future__ import annotations
 
+import importlib.util
 import pathlib
 import re
 import subprocess
@@ -24,6 +25,7 @@ _PAGE_AND_HEADING = re.compile(r'page, heading = "([^"]+)", "([^"]+)"')
 
 
 def test_the_site_builds_strictly(tmp_path):
+    assert importlib.util.find_spec("mkdocs"), "no mkdocs here: pip install -e '.[test]'"
     built = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet",
                             "--config-file", str(docs.ROOT / "mkdocs.yml"),
                             "--site-dir", str(tmp_path / "site")],
