@@ -1,11 +1,11 @@
-# make demo | make test | make bench: each sets up .venv first when needed.
+# make demo | make test | make docs | make bench: each sets up .venv first when needed.
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 HLOGEN := $(VENV)/bin/hlogen
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup demo test fuzz bench clean lint-imports
+.PHONY: setup demo test docs fuzz bench clean lint-imports
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -36,12 +36,23 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest tests
 
+# The documentation site (mkdocs.yml, docs/) into site/; --strict fails on a broken link
+# or anchor. Installs the docs extra (MkDocs) into .venv itself when needed.
+DOCS_STAMP := $(VENV)/.docs-installed
+$(DOCS_STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet -e ".[docs]"
+	touch $(DOCS_STAMP)
+
+docs: $(DOCS_STAMP)
+	$(PY) -m mkdocs build --strict --site-dir site
+
 # The layering contract alone (pyproject.toml [tool.importlinter]; make test checks it too).
 lint-imports: $(STAMP)
 	$(VENV)/bin/lint-imports
 
 # The fuzz suite at 20 times the cases `make test` runs, with a new seed each time
-# (HLOGEN_FUZZ_SEED=N repeats a run); prints the counts the README records.
+# (HLOGEN_FUZZ_SEED=N repeats a run); prints the counts docs/robustness.md records.
 fuzz: $(STAMP)
 	HLOGEN_FUZZ_SCALE=$${HLOGEN_FUZZ_SCALE:-20} HLOGEN_FUZZ_SEED=$${HLOGEN_FUZZ_SEED:-$$RANDOM} \
 		$(PY) -m pytest tests/test_fuzz.py -q -s
@@ -69,7 +80,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/plugin.py
 
 clean:
-	rm -rf $(VENV) out .pytest_cache .hypothesis *.egg-info
+	rm -rf $(VENV) out site .pytest_cache .hypothesis *.egg-info
 
 # StableHLO's conformance files (../shared/conformance/stablehlo) on the reference
 # interpreter and PJRT CPU; reports in out/conformance.{xml,jsonl}. `make test` runs a

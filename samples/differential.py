@@ -1,5 +1,5 @@
 """A program on which XLA CPU and the StableHLO interpreter disagree, for hlogen reduce and
-hlogen fuzz (README, "Reducing a divergence").
+hlogen fuzz (docs/reduce.md, "Reducing a divergence").
 
     hlogen emit samples/differential.py --function rounded_residual -o residual.mlir
     hlogen reduce residual.mlir -o small.mlir

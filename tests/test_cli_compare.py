@@ -24,6 +24,7 @@ import hlogen as hg
 from hlogen_cli.main import main
 from hlogen.runtime import pjrt
 from tests.test_cli_process import ALWAYS_TRUE_SORT
+from tests import docs
 from tests.test_cli_readme import _pattern, shell
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -261,13 +262,12 @@ def test_bad_input_is_exit_2(tmp_path, args, message):
     assert message in result.output and "Traceback" not in result.output
 
 
-# -- README's worked example ---------------------------------------------------------------
+# -- docs/disagree.md's worked example -----------------------------------------------------------
 
 def _readme_example() -> tuple[str, str]:
-    section = (ROOT / "README.md").read_text().split("### From the command line: compare, then "
-                                                    "bisect\n", 1)[1].split("\n## ", 1)[0]
-    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
-    return code, re.search(r"```console\n(.*?)```", section, re.S).group(1)
+    page, heading = "docs/disagree.md", "From the command line: compare, then bisect"
+    (code,) = docs.blocks(page, "python", heading)
+    return code, docs.console(page, heading)
 
 
 def test_the_readme_example_runs_as_written(tmp_path, monkeypatch):

@@ -1,5 +1,5 @@
 """`hlogen fuzz` (hg.fuzz) for a few seconds with a fixed seed and a bounded number of
-programs: the README's example (a new signature is exit 1, the same one again exit 0),
+programs: the example of docs/fuzz.md (a new signature is exit 1, the same one again exit 0),
 the files it writes (reproducers checked again on their own, summary.json, junit.xml),
 a corpus module on which XLA CPU aborts (a crash is a finding, reduced; the fuzzer goes
 on), and bad input. `make fuzz-backends` runs the long search (tests/test_fuzz_backends.py)."""
@@ -14,7 +14,8 @@ from click.testing import CliRunner
 
 import hlogen as hg
 from hlogen_cli.main import main
-from tests.test_cli_readme import console_session, fresh_clone, run_session
+from tests import docs
+from tests.test_cli_readme import fresh_clone, run_session
 from tests.test_cli_reduce import small_network, with_missing_mesh
 
 
@@ -22,10 +23,10 @@ def hlogen(*args):
     return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
 
 
-def test_the_readme_example_and_what_it_writes(tmp_path, monkeypatch):
+def test_the_page_s_example_and_what_it_writes(tmp_path, monkeypatch):
     monkeypatch.setenv("HLOGEN_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.chdir(fresh_clone(tmp_path))
-    assert len(run_session(console_session("## Fuzzing a backend"))) == 5
+    assert len(run_session(docs.console("docs/fuzz.md", "An example"))) == 5
     summary = json.loads(open("out/fuzz/summary.json").read())
     assert summary["new"] == 0 and summary["programs"] == 4 and summary["seed"] == 0
     assert summary["test"]["backend"] == "cpu" and summary["reference"]["backend"] == "interpret"

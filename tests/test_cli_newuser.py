@@ -312,7 +312,7 @@ def test_samples_are_listed_in_aligned_columns(home):
 
 
 def test_opt_help_says_what_each_pipeline_runs(home):
-    """The help lists the named pipelines (README: legalize, canonicalize, default; and
+    """The help lists the named pipelines (docs/emitting.md: legalize, canonicalize, default; and
     xla-semantics), and what it says each runs, run as a raw pipeline, does the same."""
     text = " ".join(hlogen(home, "opt", "--help").stdout.split()).replace("- ", "-")
     listed = re.search(r"Named pipelines: legalize (\S+) canonicalize (\S+) default (\S+) "

@@ -1,12 +1,13 @@
-"""The README's command-line examples ("## Command line") run as written, outputs
-included, in a folder that holds what a fresh clone does (`fresh_clone`: no out/); `...`
-in an expected line stands for any text, a line of `...` for any lines. Commands other
-than hlogen's (`mkdir -p out/cli`) run in a shell.
+"""The console sessions of the documentation run as written, outputs included, in a
+folder that holds what a fresh clone does (`fresh_clone`: no out/): `run_section` runs
+one (tests/docs.py reads it), and this file runs the command reference's worked examples
+(docs/reference.md). `...` in an expected line stands for any text, a line of `...` for
+any lines. Commands other than hlogen's (`mkdir -p out/cli`) run in a shell.
 
 A command ending in `&` (with `> FILE`) runs as a real process in the background, and
 `wait; cat FILE` waits for it (at most 120 s: killed and failed after that, never a
 hang) and shows what it printed: the two-process example, whose coordinator port (12355
-in the README) is replaced by a free one."""
+on the page) is replaced by a free one."""
 from __future__ import annotations
 
 import pathlib
@@ -19,6 +20,7 @@ import sys
 from click.testing import CliRunner
 
 from hlogen_cli.main import main
+from tests import docs
 from tests.test_cli_replicas import free_port
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -27,7 +29,7 @@ BACKGROUND_SECONDS = 120
 
 
 def fresh_clone(tmp_path: pathlib.Path) -> pathlib.Path:
-    """A folder with what a fresh clone holds that the README's commands read (samples/),
+    """A folder with what a fresh clone holds that the pages' commands read (samples/),
     and nothing they write (no out/)."""
     clone = tmp_path / "clone"
     shutil.copytree(ROOT / "samples", clone / "samples",
@@ -51,20 +53,14 @@ def _pattern(expected: str) -> re.Pattern:
     return re.compile("".join(parts))
 
 
-# a command of a README session that does not end with status 0 says so: `$ hlogen ...
+# a command of a session that does not end with status 0 says so: `$ hlogen ...
 # # exit status 1: why` (the comment is not part of the command)
 _EXIT = re.compile(r"\s+# exit status (\d+)\b.*$")
 
 
-def console_session(title: str) -> str:
-    """The first console block of the README's section `title` ("## Title")."""
-    section = (ROOT / "README.md").read_text().split(f"{title}\n", 1)[1].split("\n## ", 1)[0]
-    return re.search(r"```console\n(.*?)```", section, re.S).group(1)
-
-
 def run_session(session: str, port: str | None = None) -> list[str]:
     """Runs each `$ ` command of `session` in the current folder (hlogen's in this process,
-    others in a shell; `hlogen ... &` in the background, `wait; ...` after it, the README's
+    others in a shell; `hlogen ... &` in the background, `wait; ...` after it, the page's
     coordinator port replaced by `port`), checks its exit status and its output (`...` as
     above); returns the commands run."""
     commands = []
@@ -120,16 +116,17 @@ def _wait(background: list[subprocess.Popen]) -> None:
     background.clear()
 
 
-def test_every_command_of_the_command_line_section(tmp_path, monkeypatch):
-    assert len(run_section("## Command line", tmp_path, monkeypatch)) >= 10
+def test_every_command_of_the_worked_examples(tmp_path, monkeypatch):
+    assert len(run_section("docs/reference.md", "Worked examples", tmp_path, monkeypatch)) >= 10
 
 
-def run_section(title: str, tmp_path, monkeypatch, prepare=None) -> list[str]:
-    """Runs the first console block of the README's section `title` in a fresh clone (to
-    which `prepare(clone)` adds what the section reads); the commands run."""
+def run_section(page: str, heading: str, tmp_path, monkeypatch, prepare=None) -> list[str]:
+    """Runs the console session under `heading` of `page` (tests/docs.py's `console`) in
+    a fresh clone, to which `prepare(clone)` adds what the session reads; the commands
+    run."""
     monkeypatch.setenv("HLOGEN_CACHE_DIR", str(tmp_path / "cache"))
     clone = fresh_clone(tmp_path)
     if prepare is not None:
         prepare(clone)
     monkeypatch.chdir(clone)
-    return run_session(console_session(title), port=f"localhost:{free_port()}")
+    return run_session(docs.console(page, heading), port=f"localhost:{free_port()}")

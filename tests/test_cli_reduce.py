@@ -1,7 +1,7 @@
 """`hlogen reduce` and `hg.reduce` on real artifacts made here: a 1,000-op jax residual
 stack carrying the round-to-integer trick (random inputs), a 300-op one carrying
 log(exp(x)) (inputs given), an XLA compile error, XLA CPU's abort on a parameter whose
-sdy sharding names a missing mesh, a user's script; the README's examples. Every reduced
+sdy sharding names a missing mesh, a user's script; the examples of docs/reduce.md. Every reduced
 module is checked again on its own: loaded from the file written, compiled and run here,
 interpreted, and compared by a statement of XLA's rule written here (not by reduce's
 verdict, nor by hlogen.differential's comparison)."""
@@ -22,7 +22,8 @@ from hlogen.differential import op_count
 from hlogen_cli.main import main
 from tests.differential_cases import jax_module
 from tests.helpers import residual_stack
-from tests.test_cli_readme import console_session, fresh_clone, run_session, ROOT
+from tests import docs
+from tests.test_cli_readme import fresh_clone, run_session
 
 ROUNDING = np.float32(12582912.0)
 SDY = '{mhlo.frontend_attributes = {xla.sdy.sharding = "#sdy.sharding<@mesh, [{\\"x\\"}, {}]>"}}'
@@ -225,12 +226,10 @@ def test_outputs_are_checked_first_and_timeout_writes_the_best_so_far(tmp_path):
 def test_the_readme_examples(tmp_path, monkeypatch):
     monkeypatch.setenv("HLOGEN_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.chdir(fresh_clone(tmp_path))
-    assert len(run_session(console_session("## Reducing a divergence"))) == 7
-    section = (ROOT / "README.md").read_text().split("## Reducing a divergence\n", 1)[1] \
-        .split("\n## ", 1)[0]
-    code, printed = (re.findall(rf"```{language}\n(.*?)```", section, re.S)
+    assert len(run_session(docs.console("docs/reduce.md", "An example"))) == 7
+    code, printed = (docs.blocks("docs/reduce.md", language, "From Python")
                      for language in ("python", "text"))
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        exec(compile(code[0], "README.md", "exec"), {"__name__": "readme"})
+        exec(compile(code[0], "docs/reduce.md", "exec"), {"__name__": "readme"})
     assert out.getvalue() == printed[0]

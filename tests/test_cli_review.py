@@ -55,7 +55,7 @@ def test_what_compiles_with_xla_refuses_the_interpreter(square, command):
 
 
 def test_compare_and_bisect_take_plugin_as_every_command_with_a_backend_does(square):
-    """--test and --reference name any backend, a plugin loaded by path too (README:
+    """--test and --reference name any backend, a plugin loaded by path too (docs/plugins.md:
     `--plugin PATH.so[:NAME]` on any command); compare and bisect had no --plugin."""
     try:
         library = importlib.metadata.distribution("xla-cpu-pjrt").locate_file(
@@ -88,7 +88,7 @@ def test_an_unknown_backend_is_named_with_its_option(square, args, option):
 
 def test_check_of_every_backend_says_which_plugin_it_could_not_run(tmp_path):
     """`check --backend all` ran the others and reported green, never saying that the
-    plugin given with --plugin was left out (README: one that fails to load "is listed as
+    plugin given with --plugin was left out (docs/plugins.md: one that fails to load "is listed as
     not available, with why, and the command goes on")."""
     module = tmp_path / "add.mlir"
     module.write_text("// RUN: stablehlo-translate --interpret %s\n"
@@ -114,7 +114,7 @@ def test_check_of_every_backend_says_which_plugin_it_could_not_run(tmp_path):
     ("view", ["--port P"]),
 ])
 def test_help_names_values_as_the_readme_s_synopsis_does(command, metavars):
-    """--help said FLOAT RANGE and INTEGER RANGE where the README's synopsis and the
+    """--help said FLOAT RANGE and INTEGER RANGE where the synopsis (docs/reference.md) and the
     option's own help say N, P, R, ... (and SECONDS, as run's and compare's --timeout)."""
     text = hlogen(command, "--help").stdout
     assert "RANGE" not in text
@@ -192,7 +192,7 @@ def double(x: hg.f32[2]):
 
 
 def test_emit_to_dev_stdout_keeps_standard_output_the_module(tmp_path):
-    """-o /dev/stdout (README: written in place) put emit's "PATH: signature" line and the
+    """-o /dev/stdout (docs/reference.md: written in place) put emit's "PATH: signature" line and the
     user's prints on standard output with the module: a pipe got a module that does not
     parse, a file redirected to (>) one whose start was written over."""
     (tmp_path / "prints.py").write_text(PRINTS)

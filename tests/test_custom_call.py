@@ -3,7 +3,9 @@ registered with XLA CPU (the typed FFI and the legacy API versions), called from
 computations built with custom_call, checked against numpy."""
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import io
 import os
 import shutil
 import struct
@@ -519,3 +521,29 @@ def test_what_xla_cpu_cannot_run_is_named_before_compiling():
     assert found["in_case"] is None
     assert "inside the computation of stablehlo.reduce" in found["in_reduce"]
     assert "'TopK' is a name XLA's compiler handles itself" in found["TopK"]
+
+
+def test_the_page_s_example_builds_and_runs_as_written(tmp_path, monkeypatch):
+    """docs/custom-calls.md: scale_add.cc from the page, built by the page's command (with
+    this venv's python first on PATH), then the page's Python, output included."""
+    from tests import docs
+    page, heading = "docs/custom-calls.md", "A target of your own"
+    if not shutil.which("g++"):
+        pytest.skip("the page's command needs g++")
+    (source,), (code,), (printed,) = (docs.blocks(page, language, heading)
+                                      for language in ("cpp", "python", "text"))
+    (tmp_path / "scale_add.cc").write_text(source)
+    session = docs.console(page, heading)
+    (line,) = [command.partition("\n")[0] for command in session.split("$ ")[1:]]
+    env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
+    built = subprocess.run(line, shell=True, cwd=tmp_path, env=env, capture_output=True,
+                           text=True, timeout=300)
+    # it prints nothing on standard output; g++ warns on standard error about jaxlib's
+    # headers (the page says so)
+    assert built.returncode == 0 and built.stdout == "", built.stderr
+    assert (tmp_path / "libscale_add.so").exists()
+    monkeypatch.chdir(tmp_path)  # the page loads ./libscale_add.so
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(code, page, "exec"), {"__name__": "docs"})
+    assert out.getvalue() == printed

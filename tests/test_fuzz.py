@@ -4,7 +4,7 @@ Every case runs in a worker process (tests.test_robustness.run_cases) and must e
 in success or an hg.HlogenError: 0 deaths by signal, 0 tracebacks, 0 other
 exceptions. `make test` runs a bounded number of cases (seeded: the same ones
 every time); `make fuzz` runs many more (HLOGEN_FUZZ_SCALE=20, a new seed per run,
-HLOGEN_FUZZ_SEED to repeat one) and prints the counts recorded in the README.
+HLOGEN_FUZZ_SEED to repeat one) and prints the counts recorded in docs/robustness.md.
 """
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ own, by means the fuzzer does not use:
   false divergence;
 - what explains it, when the project knows it: XLA's algebraic simplifier or its
   constant folder (compiled again without that pass, XLA CPU agrees with the
-  interpreter: DIFFERENTIAL_NOTES' rewrites, README's CountLeadingZeros), subnormals
+  interpreter: DIFFERENTIAL_NOTES' rewrites, docs/differential-library.md's CountLeadingZeros), subnormals
   flushed to zero (every differing element has a subnormal on a side or in an input of
   its shape, or the interpreter agrees with XLA CPU once subnormal inputs and constants
   are zeros), or an entry of the conformance runner's known deviations

@@ -1,4 +1,4 @@
-"""The layering contract: modules import one way only (README, "What is here").
+"""The layering contract: modules import one way only (docs/architecture.md, "The layers").
 
 `pyproject.toml`'s import-linter contract names the layers top to bottom; these tests
 run it, refuse any import circle (imports inside functions included), make every module

@@ -1,4 +1,4 @@
-"""README's "Running modules from jax and XLA": its worked examples (a jax module with
+"""docs/running.md ("Running what you bring"): its worked examples (a jax module with
 linear algebra, a serialized Exported, an XLA dump) run as they are written, outputs
 included."""
 from __future__ import annotations
@@ -11,23 +11,23 @@ import re
 import subprocess
 import sys
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-SECTION = (ROOT / "README.md").read_text().split("## Running modules from jax and XLA", 1)[1] \
-    .split("\n## ", 1)[0]
+from tests import docs
+
+PAGE = "docs/running.md"
 
 
 def _blocks(language: str) -> list[str]:
-    return re.findall(rf"```{language}\n(.*?)```", SECTION, re.S)
+    return docs.blocks(PAGE, language, "Examples")
 
 
 def _run_python(code: str) -> str:
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        exec(compile(code, "README.md", "exec"), {"__name__": "readme"})
+        exec(compile(code, PAGE, "exec"), {"__name__": "readme"})
     return out.getvalue()
 
 
-def test_the_jax_and_exported_examples_print_what_the_readme_says(tmp_path, monkeypatch):
+def test_the_jax_and_exported_examples_print_what_the_page_says(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # the Exported example writes affine.exported here
     python, printed = _blocks("python")[:2], _blocks("text")[:2]
     assert len(python) == len(printed) == 2  # (zip would pass over missing blocks)
@@ -36,7 +36,7 @@ def test_the_jax_and_exported_examples_print_what_the_readme_says(tmp_path, monk
 
 
 def test_the_xla_dump_session_runs_as_written(tmp_path):
-    script, session = _blocks("python")[2], _blocks("console")[0]
+    script, session = _blocks("python")[2], docs.console("docs/running.md", "An XLA dump")
     (tmp_path / "top2.py").write_text(script)
     bin_dir = str(pathlib.Path(sys.executable).parent)  # python and hlogen of this venv
     env = dict(os.environ, PATH=bin_dir + os.pathsep + os.environ["PATH"])

@@ -15,7 +15,6 @@ import io
 import os
 import pathlib
 import platform
-import re
 import subprocess
 import sys
 
@@ -27,10 +26,10 @@ import hlogen as hg
 from hlogen import backends, conformance, ops
 from hlogen.runtime import pjrt, plugins
 from hlogen.runtime.cache import ExecutableCache
+from tests import docs
 
 NAME = "xla_cpu_pjrt"
 CONFORMANCE = pathlib.Path(__file__).resolve().parents[2] / "shared" / "conformance" / "stablehlo"
-README = (pathlib.Path(__file__).resolve().parents[1] / "README.md").read_text()
 
 try:
     DIST = importlib.metadata.distribution("xla-cpu-pjrt")
@@ -290,11 +289,11 @@ def test_loaded_by_path_under_another_name(plugin, library):
 
 
 def test_the_readme_example(plugin):
-    section = README.split("### PJRT plugins", 1)[1]
-    code, printed = re.findall(r"```(?:python)?\n(.*?)```", section, re.S)[:2]
+    (code,), (printed,) = (docs.blocks("docs/plugins.md", language, "From Python")
+                           for language in ("python", ""))
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        exec(compile(code, "README.md", "exec"), {})
+        exec(compile(code, "docs/plugins.md", "exec"), {})
     assert out.getvalue() == printed
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import pathlib
 import re
 import textwrap
 
@@ -16,6 +15,7 @@ import pytest
 import hlogen as hg
 from hlogen import mlir, ops
 from hlogen.differential import Progress, op_count, reduce, script_interest
+from tests import docs
 from tests.helpers import fixed_inputs, residual_stack, results_differ, run_both
 
 STRATEGIES = {"trim results", "remove ops", "return operands", "bypass ops", "inline calls",
@@ -214,12 +214,10 @@ def test_predicates_errors_and_bad_arguments(stack):
 
 
 def test_the_readme_example_prints_what_the_readme_says():
-    readme = (pathlib.Path(__file__).resolve().parent.parent / "README.md").read_text()
-    section = readme.split("## Differential testing (library)", 1)[1].split("\n## ", 1)[0]
-    code, printed = (re.findall(rf"```{language}\n(.*?)```", section, re.S)
+    code, printed = (docs.blocks("docs/differential-library.md", language, "An example")
                      for language in ("python", "text"))
     assert len(code) == len(printed) == 1
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        exec(compile(code[0], "README.md", "exec"), {"__name__": "readme"})
+        exec(compile(code[0], "docs/differential-library.md", "exec"), {"__name__": "readme"})
     assert out.getvalue() == printed[0]

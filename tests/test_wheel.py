@@ -1,5 +1,5 @@
 """A package that installs whole (issue 24): the wheel built from this working tree,
-installed (not editable) into a fresh venv, runs the README's commands from folders of
+installed (not editable) into a fresh venv, runs the README's quick starts from folders of
 its own, its samples included.
 
 How, fast and offline: the package's files (pyproject.toml, README.md, hlogen/, cli/,
@@ -88,6 +88,6 @@ def test_the_readme_quick_starts_run_with_it_in_a_fresh_clone(installed, tmp_pat
     for line, expected in quick_start_commands():
         output, code = shell(f"cd {clone} && {line}", env=env)
         assert code == 0 and output == expected, f"$ {line}\n{output}"
-    code = _block("## Quick start (Python)", "python")
+    code = _block("Quick start (Python)", "python")
     printed = _run(["python", "-c", code], env=env, cwd=tmp_path).stdout
     assert printed.count("[[10. 21. 32.]\n [13. 24. 35.]]") == 2

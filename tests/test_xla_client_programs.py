@@ -3,19 +3,19 @@ for these tests (none is copied): the "XLA in Python" notebook, IREE's test-data
 generators, Alpa's sharding playground and mesh profiler, TensorFlow Federated's XLA
 backend, autodidax's xla_call lowering. Each runs as its authors wrote for
 `from jax.lib import xla_client`, with `import hlogen.xla_client as xla_client` instead
-(but for what a comment says is refused); results are checked against numpy. README's
-example of "Running code written for xla_client" runs as it is written, output included."""
+(but for what a comment says is refused); results are checked against numpy. The
+example of docs/xla-client.md ("Porting xla_client code") runs as it is written, output
+included."""
 from __future__ import annotations
 
 import contextlib
 import io
-import pathlib
-import re
 
 import numpy as np
 
 import hlogen as hg
 import hlogen.xla_client as xla_client
+from tests import docs
 
 
 # -- the "XLA in Python" notebook ---------------------------------------------------------------
@@ -223,7 +223,7 @@ def test_alpa_style_mesh_profiling_of_all_reduce():
         replica_groups_protos = xla_client.make_replica_groups(replica_groups)
         channel_id = backend.create_channel_handle()
         # Alpa's profiler passes use_global_device_ids=True and compiles one replica of
-        # SPMD partitions: refused (README); this is its form over replicas
+        # SPMD partitions: refused (docs/xla-client.md); this is its form over replicas
         return xla_client.ops.AllReduce(operand, sub.build(), replica_groups_protos, channel_id,
                                         None, False)
 
@@ -356,11 +356,8 @@ def test_autodidax_style_lowering():
 
 
 def test_the_readme_example_prints_what_the_readme_says():
-    readme = (pathlib.Path(__file__).resolve().parent.parent / "README.md").read_text()
-    section = readme.split("## Running code written for xla_client", 1)[1].split("\n## ", 1)[0]
-    code, expected = (re.search(rf"```{kind}\n(.*?)```", section, re.S).group(1)
-                      for kind in ("python", "text"))
+    code, expected = (docs.blocks("docs/xla-client.md", kind)[0] for kind in ("python", "text"))
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        exec(compile(code, "README.md", "exec"), {"__name__": "readme"})
+        exec(compile(code, "docs/xla-client.md", "exec"), {"__name__": "readme"})
     assert out.getvalue() == expected

@@ -1,4 +1,4 @@
-"""The conformance runner behind `hlogen check` (see README, "Conformance").
+"""The conformance runner behind `hlogen check` (see docs/conformance.md, "Conformance in CI").
 
 - files: conformance file formats (RUN lines, split modules, the check dialect);
 - module: a module made runnable (checks -> results, constants -> parameters);

@@ -13,7 +13,7 @@ What jaxlib 0.4-0.6's `xla_client` offered for building and running computations
 XlaBuilder and `ops` (every op of XlaBuilder's Python binding, over hlogen.ops),
 XlaComputation (HLO text and protos by XLA's converter), the shape, dimension-number,
 padding, precision and sharding helpers, and the client idioms over jaxlib's current
-PJRT client. README, "Running code written for xla_client", lists what differs.
+PJRT client. docs/xla-client.md ("Porting xla_client code") lists what differs.
 """
 from types import SimpleNamespace
 
