@@ -12,7 +12,7 @@ import click
 from hlogen_cli import isolation
 from hlogen_cli.commands.compare import comparison_arguments
 from hlogen_cli.options import refuse
-from hlogen_cli.reporting import reports_errors
+from hlogen_cli.reporting import Stopped, reports_errors
 
 
 @click.command()
@@ -39,7 +39,7 @@ def command(file, function_name, sides, inputs, tolerance, json_path, timeout):
     isolation.in_child("commands.bisect:bisect_passes",
                        {"file": file, "function_name": function_name, "sides": sides,
                         "inputs": dataclasses.asdict(inputs), "tolerance": tolerance.keywords(),
-                        "json_path": json_path, "seconds": timeout}, file)
+                        "json_path": json_path, "seconds": timeout}, file, last_words=True)
 
 
 def bisect_passes(file, function_name, sides, inputs, tolerance, json_path, seconds):
@@ -54,11 +54,12 @@ def bisect_passes(file, function_name, sides, inputs, tolerance, json_path, seco
     reference = setup.reference
     # the reference side runs here; every compile of the test side in a child of its own
     isolation.status("run", backend=reference.backend, side="reference", label=reference.label)
+    # Ctrl-C, SIGTERM, SIGHUP (passed on by the parent): what was narrowed is said
     verdict = differential.bisect(setup.computation, arguments, setup.test, reference,
-                                  seconds=seconds, **tolerance)
+                                  seconds=seconds, **tolerance, interrupted_by=(Stopped,))
     click.echo(verdict.text())
     reproduce = {}
-    if verdict.stage != "none":
+    if verdict.stage != "none" and (verdict.stage != "stopped" or verdict.fixed_options):
         def line(options):
             return setups.command_line("compare", file, setup, tolerance, options, function_name)
         reproduce["diverging"] = line(setup.test.xla_options)
@@ -70,3 +71,5 @@ def bisect_passes(file, function_name, sides, inputs, tolerance, json_path, seco
     for name, text in reproduce.items():
         click.echo(f"{name.replace('_', ' ')}: {text}")
     setup.write_json(dict(verdict.to_json(), reproduce=reproduce))
+    if verdict.interrupted is not None:
+        raise verdict.interrupted  # exit 128 + the signal's number (reporting)

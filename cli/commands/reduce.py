@@ -14,7 +14,7 @@ from hlogen_cli.options import (force_option, function_option, input_options, ou
                                 refuse, side_options, tolerance_options)
 from hlogen_cli.sides import sides_of
 from hlogen_cli.progress import Progress
-from hlogen_cli.reporting import reports_errors
+from hlogen_cli.reporting import Stopped, reports_errors
 
 INPUTS_SUFFIX = ".inputs.npz"
 
@@ -79,7 +79,15 @@ def command(file, function_name, output, force, sides, tolerance, inputs, error,
              f"{inputs_path(output)}")])
     read = [file, *input_values.files_named(inputs.specs), *([script] if script else [])]
     module_out = Output(output, "-o", force=force, inputs=read)
-    npz_out = Output(inputs_path(output), "-o", force=force, inputs=read)
+    # the inputs go beside a file, and the command printed reads both back: a device, a
+    # FIFO or standard output keeps nothing to read (a script's interest needs no inputs)
+    if not module_out.regular and script is None:
+        raise InputError(f"-o {output}: not a regular file; reduce writes the reduced "
+                         f"module's inputs to OUT.inputs.npz beside it and prints the command "
+                         f"that reads both back: give a file name, such as -o small.mlir "
+                         f"(a --script interest, which needs no inputs, may write there)")
+    npz_out = Output(inputs_path(output), "-o", force=force, inputs=read) \
+        if module_out.regular else None
     test, reference = sides_of(sides)
     source = sources.module_source(file, function_name)
     comp = source.computation
@@ -98,18 +106,25 @@ def command(file, function_name, output, force, sides, tolerance, inputs, error,
         reduction = hg.reduce(
             comp, test=test, reference=reference, inputs=given, seed=inputs.seed or 0,
             large_range=inputs.large_range, **tolerance.keywords(), error=error, crash=crash,
-            script=script, timeout=timeout, progress=progress, run_seconds=run_timeout)
+            script=script, timeout=timeout, progress=progress, run_seconds=run_timeout,
+            interrupted_by=(Stopped,))  # Ctrl-C, SIGTERM, SIGHUP: the best so far is kept
     finally:
         line.clear()
+    # (a second signal is ignored from here: reporting.Stopped)
     module_out.write(reduction.computation.as_text().encode())
     written = [output]
     if reduction.inputs:
         npz_out.write(reduction.npz())
         written.append(str(npz_out))
     search = reduction.search
-    stopped = " (stopped at --timeout: the best module found so far)" if search.timed_out else ""
+    stopped = " (stopped at --timeout: the best module found so far)" if search.timed_out else \
+        f" (stopped by {search.interrupted}: partial, the smallest interesting module found " \
+        f"so far)" if search.interrupted is not None else ""
     click.echo(f"{file}: {search.original_op_count} ops -> {search.op_count} in "
                f"{search.seconds:.1f} s, {search.tried} candidates ({search.accepted} "
                f"accepted){stopped}; wrote {' and '.join(written)}", err=True)
-    click.echo(reduction.command(output, str(npz_out)) or
-               f"# {reduction.interest.describe()}")
+    if module_out.regular:  # (else nothing can read it back by its name)
+        click.echo(reduction.command(output, str(npz_out)) or
+                   f"# {reduction.interest.describe()}")
+    if search.interrupted is not None:
+        raise search.interrupted  # exit 128 + the signal's number (reporting)
