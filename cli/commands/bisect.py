@@ -33,6 +33,7 @@ def command(file, function_name, sides, inputs, tolerance, json_path, timeout):
     pipelines, says when the divergence stays with every HLO pass disabled (the
     StableHLO-to-HLO conversion, or code generation) or when there is nothing to
     explain, and prints the commands that reproduce the fixed and the diverging run.
+    Ctrl-C, SIGTERM or SIGHUP print what it had narrowed so far before it exits.
     Inputs and rule as `hlogen compare` takes them."""
     inputs = inputs.random_by_default()
     refuse(inputs.refusals() + tolerance.refusals())

@@ -49,7 +49,8 @@ def inputs_path(output: str) -> str:
                    "is written (default: no limit).")
 @click.option("--run-timeout", type=click.FloatRange(min=0, min_open=True), default=120.0,
               show_default=True, metavar="SECONDS",
-              help="Stop one candidate's compile and run after this long (not interesting).")
+              help="Stop one candidate's compile and run, or --script's run (its process "
+                   "group), after this long (not interesting).")
 @reports_errors
 def command(file, function_name, output, force, sides, tolerance, inputs, error, crash, script,
             timeout, run_timeout):
@@ -68,8 +69,10 @@ def command(file, function_name, output, force, sides, tolerance, inputs, error,
     until nothing more goes; every candidate verifies. The same IN, options and --seed give
     the same module. It writes OUT.mlir, OUT.inputs.npz when inputs matter, and prints the
     command that shows what is interesting about it (standard output); progress goes to
-    standard error. IN: a module in any form hg.load reads (- reads standard input) or a
-    .py file of @hg.function definitions."""
+    standard error. Ctrl-C, SIGTERM or SIGHUP write the smallest module found so far the
+    same way, said to be partial, before exiting 130, 143 or 129. OUT must be a file (a
+    --script interest may write to a device or standard output). IN: a module in any form
+    hg.load reads (- reads standard input) or a .py file of @hg.function definitions."""
     inputs = inputs.random_by_default()
     refuse([*tolerance.refusals(), *inputs.refusals(),
             (script is not None and (error is not None or crash),
