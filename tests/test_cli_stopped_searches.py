@@ -120,7 +120,8 @@ def reducing(tmp_path):
         with contextlib.suppress(ProcessLookupError):
             os.killpg(r.proc.pid, signal.SIGKILL)
         r.proc.wait()
-        r.left()
+        with contextlib.suppress(ProcessLookupError):  # the script's group: what is left
+            os.killpg(r.pids[0], signal.SIGKILL)
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
@@ -152,7 +153,7 @@ def test_the_kernel_ends_the_script_when_hlogen_is_killed(reducing):
 def test_timeout_kills_the_running_script(reducing):
     """The search's --timeout bounds a script's run: stopped, the best module written;
     the script would sleep 300 s, and its own limit (--run-timeout) is 120 s."""
-    run = reducing("--timeout", "4")
+    run = reducing("--timeout", "2")
     code, out, err = run.ended(seconds=50)  # (a guard: a script waited for takes 120 s)
     assert code == 0 and "(stopped at --timeout: the best module found so far)" in err, err
     assert run.left() == []
@@ -226,7 +227,6 @@ def test_not_interesting_says_what_was_seen(tmp_path, module, extra, seen, wante
 
 @pytest.mark.parametrize("args,kind", [
     (["run", "huge.mlir", "--zero-inputs"], "zero"),
-    (["run", "huge.mlir", "--random-inputs"], "random"),
     (["compare", "huge.mlir"], "random"),
     (["reduce", "huge.mlir", "-o", "out.mlir"], "random"),
     (["reduce", "huge.mlir", "-o", "out.mlir", "--random-inputs"], "random"),
