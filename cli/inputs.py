@@ -80,11 +80,9 @@ def _size(text: str, et, dims: tuple) -> int:
         shape = hg.Shape(et, dims)
     except ShapeError as e:
         raise InputError(f"--input {text!r}: {e}") from None
-    need, memory = shape.size * et.dtype.itemsize, preflight.physical_memory()
-    if need > memory:
-        raise InputError(f"--input {text!r}: {shape} needs {need} bytes "
-                         f"({need / 2**30:.1f} GiB), more than this machine's memory "
-                         f"({memory / 2**30:.1f} GiB)")
+    too_large = preflight.memory_refusal(shape)
+    if too_large:
+        raise InputError(f"--input {text!r}: {too_large}")
     return shape.size
 
 

@@ -24,7 +24,10 @@ isolation.child(CONFIG)`, and this process only watches it:
   still working at the deadline (`hlogen run --timeout`), exit status 1 too;
 - it kills the child when it is stopped itself (an exception, or Ctrl-C, SIGTERM,
   SIGHUP: reporting.stopped_by_signals), and the child ends with it even when it is
-  killed outright (hlogen.native.end_with_parent);
+  killed outright (hlogen.native.end_with_parent); a command whose work has something
+  to say when it is stopped (`last_words`: bisect's narrowing so far) gets the signal
+  in its child, which says it and ends (with 128 + the signal's number), and is killed
+  only after _LAST_WORDS_SECONDS;
 - /dev/stdout, /dev/stderr and /dev/stdin in the arguments are this process's streams:
   the child gets them as /dev/fd/N (its own go elsewhere).
 
@@ -55,6 +58,7 @@ from hlogen_cli import reporting, status as exit_status  # (status: the child's 
 from hlogen_cli.progress import Progress
 
 _SHUTDOWN_SECONDS = 30  # how long a distributed child may take to leave jax's runtime
+_LAST_WORDS_SECONDS = 5  # how long a stopped child may take to say what it has found
 # The child's one pipe to the parent carries frames: a tag, the payload's length (4 bytes,
 # big-endian), the payload.
 _STDOUT, _STDERR, _STATUS, _DONE = b"o", b"e", b"s", b"d"
@@ -71,31 +75,43 @@ _STANDARD_STREAMS = {"in": 0, "out": 1, "err": 2}
 
 
 def in_child(work: str, arguments: dict, file: str, timeout: float | None = None,
-             distributed: bool = False) -> None:
+             distributed: bool = False, last_words: bool = False) -> None:
     """Does `work` in a child (run_in_child) and exits with its status when it failed."""
-    code = run_in_child(work, arguments, file, timeout, distributed, reporting.DEBUG["on"])
+    code = run_in_child(work, arguments, file, timeout, distributed, reporting.DEBUG["on"],
+                        last_words)
     if code:
         sys.exit(code)
 
 
 def run_in_child(work: str, arguments: dict, file: str, timeout: float | None = None,
-                 distributed: bool = False, debug: bool = False) -> int:
+                 distributed: bool = False, debug: bool = False,
+                 last_words: bool = False) -> int:
     """Runs `work` ("module:function" of hlogen_cli, called with `arguments`, under
     reports_errors) in a child and returns its exit status; its death, or its still
-    working after `timeout` seconds, is an ExecutionError about `file`."""
-    with _Watch(work, arguments, debug, distributed) as watch:
-        return watch.wait(file, timeout, distributed)
+    working after `timeout` seconds, is an ExecutionError about `file`. With
+    `last_words`, a signal that stops this process is passed on to the child, whose work
+    sees it as reporting.Stopped (raised where it is), and what it says then is passed
+    on for at most _LAST_WORDS_SECONDS before it is killed."""
+    with _Watch(work, arguments, debug, distributed, last_words) as watch:
+        try:
+            return watch.wait(file, timeout, distributed)
+        except reporting.Stopped as stopped:
+            if last_words:
+                watch.last_words(stopped.signum)
+            raise
 
 
 class _Watch:
-    def __init__(self, work: str, arguments: dict, debug: bool, distributed: bool):
+    def __init__(self, work: str, arguments: dict, debug: bool, distributed: bool,
+                 last_words: bool = False):
         self.progress = Progress()
         self.status = {"phase": "start"}  # the child's last status
         self.code = None  # the exit status the child reported
         self._stderr = tempfile.TemporaryFile()  # what native code prints
         self._pipe, child_end = os.pipe()
         config = {"work": work, "arguments": arguments, "debug": debug,
-                  "distributed": distributed, "pipe": child_end, "parent": os.getpid()}
+                  "distributed": distributed, "pipe": child_end, "parent": os.getpid(),
+                  "last_words": last_words}
         env = dict(os.environ)
         env.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
         text = json.dumps(config)
@@ -157,6 +173,19 @@ class _Watch:
         if self.code is not None:
             return self.code
         raise _failed(self._death(file, self._proc.wait()))
+
+    def last_words(self, signum: int) -> None:
+        """Sends the child `signum` and passes on what it says until it ends, for at most
+        _LAST_WORDS_SECONDS (then __exit__ kills it)."""
+        self.progress.clear()
+        self._proc.send_signal(signum)  # (nothing, when it has ended: its frames are read)
+        deadline = time.monotonic() + _LAST_WORDS_SECONDS
+        while self.code is None and (left := deadline - time.monotonic()) > 0:
+            ready, _, _ = select.select([self._pipe], [], [], left)
+            data = os.read(self._pipe, 65536) if ready else b""
+            if not data:
+                return
+            self._take(data)
 
     def _take(self, data: bytes) -> None:
         """Acts on each whole frame received so far."""
@@ -323,7 +352,11 @@ def child(argument: str) -> None:
     work = reporting.reports_errors(
         getattr(importlib.import_module(f"hlogen_cli.{module}"), function))
     try:
-        work(**config["arguments"])
+        if config["last_words"]:  # the parent passes on a signal: Stopped, where the work is
+            with reporting.stopped_by_signals():
+                work(**config["arguments"])
+        else:
+            work(**config["arguments"])
         code = exit_status.SUCCESS
     except SystemExit as e:
         code = exit_status.SUCCESS if e.code is None else e.code if isinstance(e.code, int) \

@@ -67,6 +67,12 @@ class Output:
     def __str__(self) -> str:
         return self.text
 
+    @property
+    def regular(self) -> bool:
+        """Whether it lands on a regular file (or a new one): a file that stays there to
+        be read back by its name, unlike a device, a FIFO or /dev/stdout."""
+        return not self._in_place
+
     def _error(self, why: str) -> InputError:
         return InputError(f"{self.option} {self.text}: {why}")
 

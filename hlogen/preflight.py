@@ -142,7 +142,7 @@ def check_replicas(module: ir.Module, num_replicas: int, where: str) -> None:
 def check_backend(module: ir.Module, backend, where: str, num_replicas: int = 1) -> None:
     """Refuses what `backend` (its hlogen.backends declaration) cannot run, and values
     larger than this machine's memory (allocating them ends the process)."""
-    memory = physical_memory()
+    memory = physical_memory()  # (once: a system call)
     found = inventory(module)
     for t, op in found.types.items():
         for leaf in T.leaves(mlir.shape_of_type(t)):
@@ -152,11 +152,10 @@ def check_backend(module: ir.Module, backend, where: str, num_replicas: int = 1)
             if why:
                 raise UnsupportedError(f"{located(op, where)}: {op.name}: {backend.words} "
                                        f"cannot run {leaf}: {why}")
-            if leaf.size * leaf.dtype.itemsize > memory:
-                raise UnsupportedError(
-                    f"{located(op, where)}: {op.name}: its result {leaf} needs "
-                    f"{leaf.size * leaf.dtype.itemsize / 2**30:.1f} GiB, more than this "
-                    f"machine's memory ({memory / 2**30:.1f} GiB)")
+            too_large = memory_refusal(leaf, memory)
+            if too_large:
+                raise UnsupportedError(f"{located(op, where)}: {op.name}: its result "
+                                       f"{too_large}")
     for name, ops in found.by_name.items():
         if name not in backend.refuses:
             ops = ops[:1]  # what else is refused depends on the name only
@@ -179,6 +178,20 @@ def located(op, where: str) -> str:
     """`where:line:col` of `op` ("-" in MLIR's locations is the text hlogen parsed)."""
     found = mlir.file_location(op.location, where)
     return where if found is None else "{}:{}:{}".format(*found)
+
+
+def memory_refusal(shape, memory: int | None = None) -> str | None:
+    """Why an array of `shape` (an hg.Shape) is not made here: "SHAPE needs N bytes (G
+    GiB), more than this machine's memory (M GiB)"; None when it fits in `memory` bytes
+    (default: physical_memory()). Allocating more fails (numpy's MemoryError) or ends the
+    process (the kernel's OOM killer): every array of a size the user chose (--input's
+    literals, random and zero inputs, results) is checked first."""
+    need = shape.size * shape.dtype.itemsize
+    memory = physical_memory() if memory is None else memory
+    if need <= memory:
+        return None
+    return (f"{shape} needs {need} bytes ({need / 2**30:.1f} GiB), more than this machine's "
+            f"memory ({memory / 2**30:.1f} GiB)")
 
 
 def physical_memory() -> int:

@@ -12,7 +12,7 @@ import click
 from hlogen_cli import isolation
 from hlogen_cli.commands.compare import comparison_arguments
 from hlogen_cli.options import refuse
-from hlogen_cli.reporting import reports_errors
+from hlogen_cli.reporting import Stopped, reports_errors
 
 
 @click.command()
@@ -33,13 +33,14 @@ def command(file, function_name, sides, inputs, tolerance, json_path, timeout):
     pipelines, says when the divergence stays with every HLO pass disabled (the
     StableHLO-to-HLO conversion, or code generation) or when there is nothing to
     explain, and prints the commands that reproduce the fixed and the diverging run.
+    Ctrl-C, SIGTERM or SIGHUP print what it had narrowed so far before it exits.
     Inputs and rule as `hlogen compare` takes them."""
     inputs = inputs.random_by_default()
     refuse(inputs.refusals() + tolerance.refusals())
     isolation.in_child("commands.bisect:bisect_passes",
                        {"file": file, "function_name": function_name, "sides": sides,
                         "inputs": dataclasses.asdict(inputs), "tolerance": tolerance.keywords(),
-                        "json_path": json_path, "seconds": timeout}, file)
+                        "json_path": json_path, "seconds": timeout}, file, last_words=True)
 
 
 def bisect_passes(file, function_name, sides, inputs, tolerance, json_path, seconds):
@@ -54,11 +55,12 @@ def bisect_passes(file, function_name, sides, inputs, tolerance, json_path, seco
     reference = setup.reference
     # the reference side runs here; every compile of the test side in a child of its own
     isolation.status("run", backend=reference.backend, side="reference", label=reference.label)
+    # Ctrl-C, SIGTERM, SIGHUP (passed on by the parent): what was narrowed is said
     verdict = differential.bisect(setup.computation, arguments, setup.test, reference,
-                                  seconds=seconds, **tolerance)
+                                  seconds=seconds, **tolerance, interrupted_by=(Stopped,))
     click.echo(verdict.text())
     reproduce = {}
-    if verdict.stage != "none":
+    if verdict.stage != "none" and (verdict.stage != "stopped" or verdict.fixed_options):
         def line(options):
             return setups.command_line("compare", file, setup, tolerance, options, function_name)
         reproduce["diverging"] = line(setup.test.xla_options)
@@ -70,3 +72,5 @@ def bisect_passes(file, function_name, sides, inputs, tolerance, json_path, seco
     for name, text in reproduce.items():
         click.echo(f"{name.replace('_', ' ')}: {text}")
     setup.write_json(dict(verdict.to_json(), reproduce=reproduce))
+    if verdict.interrupted is not None:
+        raise verdict.interrupted  # exit 128 + the signal's number (reporting)

@@ -14,7 +14,7 @@ from hlogen_cli.options import (force_option, function_option, input_options, ou
                                 refuse, side_options, tolerance_options)
 from hlogen_cli.sides import sides_of
 from hlogen_cli.progress import Progress
-from hlogen_cli.reporting import reports_errors
+from hlogen_cli.reporting import Stopped, reports_errors
 
 INPUTS_SUFFIX = ".inputs.npz"
 
@@ -49,7 +49,8 @@ def inputs_path(output: str) -> str:
                    "is written (default: no limit).")
 @click.option("--run-timeout", type=click.FloatRange(min=0, min_open=True), default=120.0,
               show_default=True, metavar="SECONDS",
-              help="Stop one candidate's compile and run after this long (not interesting).")
+              help="Stop one candidate's compile and run, or --script's run (its process "
+                   "group), after this long (not interesting).")
 @reports_errors
 def command(file, function_name, output, force, sides, tolerance, inputs, error, crash, script,
             timeout, run_timeout):
@@ -68,8 +69,10 @@ def command(file, function_name, output, force, sides, tolerance, inputs, error,
     until nothing more goes; every candidate verifies. The same IN, options and --seed give
     the same module. It writes OUT.mlir, OUT.inputs.npz when inputs matter, and prints the
     command that shows what is interesting about it (standard output); progress goes to
-    standard error. IN: a module in any form hg.load reads (- reads standard input) or a
-    .py file of @hg.function definitions."""
+    standard error. Ctrl-C, SIGTERM or SIGHUP write the smallest module found so far the
+    same way, said to be partial, before exiting 130, 143 or 129. OUT must be a file (a
+    --script interest may write to a device or standard output). IN: a module in any form
+    hg.load reads (- reads standard input) or a .py file of @hg.function definitions."""
     inputs = inputs.random_by_default()
     refuse([*tolerance.refusals(), *inputs.refusals(),
             (script is not None and (error is not None or crash),
@@ -79,7 +82,15 @@ def command(file, function_name, output, force, sides, tolerance, inputs, error,
              f"{inputs_path(output)}")])
     read = [file, *input_values.files_named(inputs.specs), *([script] if script else [])]
     module_out = Output(output, "-o", force=force, inputs=read)
-    npz_out = Output(inputs_path(output), "-o", force=force, inputs=read)
+    # the inputs go beside a file, and the command printed reads both back: a device, a
+    # FIFO or standard output keeps nothing to read (a script's interest needs no inputs)
+    if not module_out.regular and script is None:
+        raise InputError(f"-o {output}: not a regular file; reduce writes the reduced "
+                         f"module's inputs to OUT.inputs.npz beside it and prints the command "
+                         f"that reads both back: give a file name, such as -o small.mlir "
+                         f"(a --script interest, which needs no inputs, may write there)")
+    npz_out = Output(inputs_path(output), "-o", force=force, inputs=read) \
+        if module_out.regular else None
     test, reference = sides_of(sides)
     source = sources.module_source(file, function_name)
     comp = source.computation
@@ -98,18 +109,25 @@ def command(file, function_name, output, force, sides, tolerance, inputs, error,
         reduction = hg.reduce(
             comp, test=test, reference=reference, inputs=given, seed=inputs.seed or 0,
             large_range=inputs.large_range, **tolerance.keywords(), error=error, crash=crash,
-            script=script, timeout=timeout, progress=progress, run_seconds=run_timeout)
+            script=script, timeout=timeout, progress=progress, run_seconds=run_timeout,
+            interrupted_by=(Stopped,))  # Ctrl-C, SIGTERM, SIGHUP: the best so far is kept
     finally:
         line.clear()
+    # (a second signal is ignored from here: reporting.Stopped)
     module_out.write(reduction.computation.as_text().encode())
     written = [output]
     if reduction.inputs:
         npz_out.write(reduction.npz())
         written.append(str(npz_out))
     search = reduction.search
-    stopped = " (stopped at --timeout: the best module found so far)" if search.timed_out else ""
+    stopped = " (stopped at --timeout: the best module found so far)" if search.timed_out else \
+        f" (stopped by {search.interrupted}: partial, the smallest interesting module found " \
+        f"so far)" if search.interrupted is not None else ""
     click.echo(f"{file}: {search.original_op_count} ops -> {search.op_count} in "
                f"{search.seconds:.1f} s, {search.tried} candidates ({search.accepted} "
                f"accepted){stopped}; wrote {' and '.join(written)}", err=True)
-    click.echo(reduction.command(output, str(npz_out)) or
-               f"# {reduction.interest.describe()}")
+    if module_out.regular:  # (else nothing can read it back by its name)
+        click.echo(reduction.command(output, str(npz_out)) or
+                   f"# {reduction.interest.describe()}")
+    if search.interrupted is not None:
+        raise search.interrupted  # exit 128 + the signal's number (reporting)

@@ -47,6 +47,7 @@ STAGES = {
                              "conversion or code generation",
     "unexplained": "disabling every HLO pass removes it, but no pass or pipeline the log "
                    "names does",
+    "stopped": "the search was stopped before its end: what it had narrowed so far",
 }
 
 
@@ -63,16 +64,33 @@ class Verdict:
     test: str = ""
     reference: str = ""
     notes: list = dataclasses.field(default_factory=list)
+    interrupted: BaseException | None = None  # what stopped the search (stage "stopped")
+    alone: bool = False  # (stopped) each of `passes` alone removes the divergence
+    narrowed: str = ""  # (stopped, no passes found) what is known, in words
 
     def to_json(self) -> dict:
         return {"stage": self.stage, "passes": self.passes, "compiles": self.compiles,
                 "pass_count": self.pass_count, "meaning": STAGES[self.stage],
                 "fixed_options": dict(self.fixed_options), "test": self.test,
-                "reference": self.reference, "notes": self.notes}
+                "reference": self.reference, "notes": self.notes,
+                **({"stopped_by": str(self.interrupted)} if self.stage == "stopped" else {})}
+
+    def _named(self) -> str:
+        """The passes of a stopped search, named (by count when many: the options say)."""
+        count = len(self.passes)
+        if count == 1:
+            return f"HLO pass {self.passes[0]}"
+        if count <= 8:
+            return f"the {count} HLO passes {', '.join(self.passes)}"
+        return f"{'all' if count == self.pass_count else count} of the {self.pass_count} " \
+               f"HLO passes (named below)"
 
     def text(self) -> str:
+        stopped = f"stopped by {self.interrupted} after " if self.stage == "stopped" else ""
         head = (f"{self.test} against {self.reference}: " if self.test else "") + \
-               f"{self.compiles} compiles, bisecting {self.pass_count} HLO passes"
+               f"{stopped}{self.compiles} compiles, bisecting {self.pass_count} HLO passes"
+        if self.stage == "stopped" and not self.pass_count:  # (before the search)
+            head = head.split(" after ")[0]
         names = ", ".join(self.passes)
         said = {"hlo-pass": f"the divergence comes from HLO pass {names}: disabling it alone "
                             f"removes it" if len(self.passes) == 1 else
@@ -81,7 +99,10 @@ class Verdict:
                 "hlo-passes": f"the divergence comes from HLO passes {names} together: "
                               f"disabling all of them removes it, none alone does",
                 "pipeline": f"the divergence comes from the pipeline {names!r}: disabling it "
-                            f"removes it, disabling any of its passes by name does not"}
+                            f"removes it, disabling any of its passes by name does not",
+                "stopped": f"narrowed so far: disabling {self._named()} removes the "
+                           f"divergence{' (each alone)' if self.alone else ''}"
+                           if self.passes else f"narrowed so far: {self.narrowed}"}
         lines = [head, said.get(self.stage, STAGES[self.stage])]
         if self.fixed_options:
             lines.append(f"without it: {options_of.text(self.fixed_options)}")
@@ -90,12 +111,44 @@ class Verdict:
 
 
 def search(passes: Sequence[str], diverges: Callable[[frozenset], bool],
-           pipelines: dict | None = None) -> Verdict:
+           pipelines: dict | None = None, interrupted_by: tuple = ()) -> Verdict:
     """The stage and passes that explain a divergence; `diverges(disabled)` says whether
     it remains with the passes of the frozenset `disabled` disabled (EVERY_PASS: all),
     and is called once per distinct set; `pipelines` (name -> passes in it) are tried,
-    smallest first, only where no set of real passes explains it."""
+    smallest first, only where no set of real passes explains it. An exception of
+    `interrupted_by` (such as KeyboardInterrupt) ends the search early: the verdict is
+    then "stopped", with what the calls so far narrowed (its `interrupted` holds the
+    exception, for the caller to raise again once it has said the verdict)."""
     asked: dict = {}
+    try:
+        return _search(passes, diverges, pipelines, asked)
+    except tuple(interrupted_by) as e:
+        return _narrowed(asked, passes, e)
+
+
+def _narrowed(asked: dict, passes: Sequence[str], interrupted: BaseException) -> Verdict:
+    """The verdict of a search stopped after the calls `asked` (disabled -> whether that
+    removes the divergence): the passes that alone remove it, else the smallest set of
+    passes known to, else what is known."""
+    candidates = [p for p in dict.fromkeys(passes) if p not in ESSENTIAL and p != EVERY_PASS]
+    fixing = [d for d, fixes in asked.items() if fixes and d and d <= set(candidates)]
+    alone = sorted(p for d in fixing if len(d) == 1 for p in d)
+    found = alone or (sorted(min(fixing, key=len)) if fixing else [])
+    verdict = Verdict("stopped", found, len(asked), len(candidates), interrupted=interrupted)
+    verdict.alone = bool(alone) and len(alone) > 1
+    if frozenset() not in asked:
+        verdict.narrowed = "nothing: stopped before the first compile ended"
+    elif asked[frozenset()]:
+        verdict.narrowed = STAGES["none"]
+    elif asked.get(frozenset({EVERY_PASS})) is False:
+        verdict.narrowed = STAGES["conversion-or-codegen"]
+    else:
+        verdict.narrowed = "the divergence stays with nothing disabled; no set of passes " \
+                           "whose disabling removes it was found yet"
+    return verdict
+
+
+def _search(passes, diverges, pipelines, asked: dict) -> Verdict:
 
     def fixes(disabled) -> bool:
         disabled = frozenset(disabled)
@@ -162,10 +215,11 @@ def options_disabling(disabled, xla_options=()) -> tuple:
 def bisect(computation: Computation, inputs=None, test=backends.CPU.name,
            reference=backends.INTERPRET.name,
            test_options=None, reference_options=None, abs=1e-3, rel=1e-3, ulp=None,
-           bitwise=False, seed=0, large_range=False, seconds=600) -> Verdict:
+           bitwise=False, seed=0, large_range=False, seconds=600,
+           interrupted_by: tuple = ()) -> Verdict:
     """The stage of the test side's compiler that makes it disagree with the reference
     (arguments as hlogen.differential.compare's; `seconds`: the limit of one compile
-    and run)."""
+    and run; `interrupted_by`: as `search`'s, a "stopped" verdict of what was narrowed)."""
     tolerance = Tolerance(abs, rel, ulp, bitwise)
     test_side, reference_side = Side.of(test, test_options), Side.of(reference, reference_options)
     if not backends.compiles(test_side.backend):
@@ -174,8 +228,14 @@ def bisect(computation: Computation, inputs=None, test=backends.CPU.name,
     args = list(inputs) if inputs is not None else \
         random_inputs(computation, seed=seed, large_range=large_range)
     module = test_side.module(computation)
-    want = reference_side.run(reference_side.module(computation), args)
-    log = passes_that_ran(module, test_side.backend, test_side.xla_options, seconds)
+    try:
+        want = reference_side.run(reference_side.module(computation), args)
+        log = passes_that_ran(module, test_side.backend, test_side.xla_options, seconds)
+    except tuple(interrupted_by) as e:
+        return Verdict("stopped", [], 0, test=test_side.label, reference=reference_side.label,
+                       interrupted=e, narrowed="nothing: stopped before the search began "
+                                               "(running the reference side, or reading "
+                                               "the passes XLA runs)")
     notes = []
     with IsolatedRunner(test_side.backend, module, args, seconds) as runner:
 
@@ -191,9 +251,10 @@ def bisect(computation: Computation, inputs=None, test=backends.CPU.name,
             return len(got) != len(want) or \
                 not all(compare_arrays(g, w, tolerance).ok for g, w in zip(got, want))
 
-        found = search(log.passes, diverges, log.pipelines)
+        found = search(log.passes, diverges, log.pipelines, interrupted_by)
     found.test, found.reference, found.notes = test_side.label, reference_side.label, notes
-    if found.stage in ("hlo-pass", "hlo-passes", "pipeline"):
-        disabled = found.passes[:1] if found.stage == "hlo-pass" else found.passes
+    if found.stage in ("hlo-pass", "hlo-passes", "pipeline", "stopped") and found.passes:
+        disabled = found.passes[:1] if found.stage == "hlo-pass" or found.alone \
+            else found.passes
         found.fixed_options = options_disabling(disabled, test_side.xla_options)
     return found

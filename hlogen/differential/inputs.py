@@ -255,6 +255,7 @@ def random_inputs_apart(computation: Computation, seeds: dict,
     random_inputs makes it but from a generator of its own: the same whatever the other
     parameters are (the reducer's new parameters get theirs so)."""
     check_signature(computation)
+    _check_sizes(computation, "random", seeds)
     needs = constraints(computation)
     made, before = {}, 0
     for i, (name, shape) in enumerate(zip(computation.parameter_names,
@@ -286,6 +287,7 @@ def _inputs(computation: Computation, rng, large_range: bool) -> list:
         raise InputError(f"random inputs are made for a Computation, got "
                          f"{type(computation).__name__}")
     check_signature(computation)
+    _check_sizes(computation, "zero" if rng is None else "random")
     needs = iter(constraints(computation))
     made = []
     for name, shape in zip(computation.parameter_names, computation.parameter_shapes):
@@ -293,6 +295,31 @@ def _inputs(computation: Computation, rng, large_range: bool) -> list:
                   for path, leaf in _leaf_paths(shape)]
         made.append(_rebuild(shape, iter(leaves)))
     return made
+
+
+def _check_sizes(computation: Computation, kind: str, only=None) -> None:
+    """Refuses (InputError) inputs larger than this machine's memory, before any is
+    made, naming the parameter, its shape and the bytes (hlogen.preflight.memory_refusal,
+    as --input's literals are refused): `only` the parameters of these indices."""
+    memory, total = preflight.physical_memory(), 0
+    where = computation.source or computation.name
+    for i, (name, shape) in enumerate(zip(computation.parameter_names,
+                                          computation.parameter_shapes)):
+        if only is not None and i not in only:
+            continue
+        for path, leaf in _leaf_paths(shape):
+            if not isinstance(leaf, T.Shape):
+                continue
+            why = preflight.memory_refusal(leaf, memory)
+            if why:
+                leaf_name = name + "".join(f".{k}" for k in path)
+                raise InputError(f"{where}: parameter {i} {leaf_name!r}: {why}: no {kind} "
+                                 f"inputs are made for it")
+            total += leaf.size * leaf.dtype.itemsize
+    if total > memory:
+        raise InputError(f"{where}: the parameters need {total} bytes ({total / 2**30:.1f} "
+                         f"GiB) of {kind} inputs together, more than this machine's memory "
+                         f"({memory / 2**30:.1f} GiB)")
 
 
 def _rebuild(shape, leaves):

@@ -44,7 +44,8 @@ from hlogen.differential.compare import HLO_ROUTE, Comparison, Side, compare
 from hlogen.differential.inputs import random_inputs, random_inputs_apart
 from hlogen.differential.isolated import Children, Died
 from hlogen.differential.near import Tolerance
-from hlogen.differential.reduce import Reduced, reduce as reduce_module, script_interest
+from hlogen.differential.reduce import (NotInteresting, Reduced, reduce as reduce_module,
+                                        script_interest)
 from hlogen.errors import HlogenError, InputError
 from hlogen.loading import load
 from hlogen.runtime.arrays import flatten_arguments
@@ -228,26 +229,44 @@ class Interest:
     def describe(self) -> str:
         raise NotImplementedError
 
+    # what the last candidate judged not interesting showed instead, in words (the
+    # message of a module not interesting to begin with states it, then what is wanted)
+    observed = "the predicate returns False on it"
+
+    def wants(self) -> str:
+        """What the interest wants of a candidate, in words ("them to differ ...")."""
+        return self.describe()
+
     def seen(self, computation: Computation, inputs) -> str:
         """What it sees of `computation` (a reduced module) with `inputs`, in words."""
         return self.describe()
 
+    def _seconds(self) -> float:
+        """How long one run may take: `seconds`, and no more than until the deadline
+        (a second at least)."""
+        if self.deadline is None:
+            return self.seconds
+        return max(1.0, min(self.seconds, self.deadline - time.monotonic()))
+
     def _run(self, side: Side, module: Computation, args) -> list:
-        seconds = self.seconds
-        if self.deadline is not None:
-            seconds = max(1.0, min(seconds, self.deadline - time.monotonic()))
-        return self.children.run(side.backend, module, args, side.xla_options, seconds)
+        return self.children.run(side.backend, module, args, side.xla_options, self._seconds())
 
 
 class Predicate(Interest):
     """A caller's predicate (a Python function, or a script: script_interest)."""
 
-    def __init__(self, predicate: Callable, script: str | None = None):
-        super().__init__()
+    def __init__(self, predicate: Callable, script: str | None = None,
+                 seconds: float = RUN_SECONDS):
+        super().__init__(None, seconds)
         self.predicate, self.script = predicate, script
 
     def __call__(self, candidate):
-        return self.predicate(candidate)
+        if self.script is None:
+            return self.predicate(candidate)
+        # script_interest's predicate: killed at the deadline; it says what the script did
+        verdict = self.predicate(candidate, timeout=self._seconds())
+        self.observed = f"the script {self.script} {self.predicate.outcome} on it"
+        return verdict
 
     def command(self, module, inputs):
         return shlex.join([self.script, module]) if self.script else None
@@ -255,6 +274,9 @@ class Predicate(Interest):
     def describe(self) -> str:
         return f"the script {self.script} exits with status 0" if self.script else \
             "the predicate holds"
+
+    def wants(self) -> str:
+        return "the script to exit with status 0" if self.script else "the predicate to hold"
 
 
 class Divergence(Interest):
@@ -299,8 +321,20 @@ class Divergence(Interest):
         return self.compare(computation, inputs).text()
 
     def __call__(self, candidate):
-        comparison = self.differs(candidate)
-        return comparison is not None and self.kind in (None, difference_class(comparison))
+        inputs = self.inputs.of(candidate)
+        comparison = self.compare(candidate, inputs)
+        sides = f"{self.test.label} and {self.reference.label}"
+        if comparison.ok:
+            self.observed = f"{sides} agree on it ({self.tolerance.describe()})"
+            return False
+        if self.keeps is not None and not self.keeps(candidate, inputs, comparison):
+            self.observed = f"{sides} differ on it, but not in the way kept"
+            return False
+        found = difference_class(comparison)
+        if self.kind not in (None, found):
+            self.observed = f"{sides} differ on it, {found} first"
+            return False
+        return True
 
     def command(self, module, inputs):
         words = ["hlogen", "compare", module, "--test", _side_name(self.test),
@@ -315,6 +349,10 @@ class Divergence(Interest):
         kind = f" ({self.kind} first)" if self.kind else ""
         return (f"{self.test.label} and {self.reference.label} differ{kind} "
                 f"({self.tolerance.describe()})")
+
+    def wants(self) -> str:
+        kind = f", {self.kind} first" if self.kind else ""
+        return f"them to differ{kind}"
 
 
 class Failure(Interest):
@@ -347,11 +385,23 @@ class Failure(Interest):
 
     def __call__(self, candidate):
         e = self.failure(candidate)
-        if e is None or isinstance(e, Died) != self.crash:
+        side = self.side.label
+        if e is None:
+            self.observed = f"{side} runs it without an error"
             return False
-        if isinstance(e, Died) and (e.how != "crash" or e.signal is None):
-            return False  # a timeout, or an exit status: not a death by a signal
+        died = isinstance(e, Died) and e.how == "crash" and e.signal is not None
+        if isinstance(e, Died) and not died:  # a timeout, or an exit status
+            self.observed = f"{side} does not end by a signal: {_first_line(str(e))}"
+            return False
+        if died != self.crash:
+            self.observed = (f"{side}'s process ends by {e.signal}" if died else
+                             f"{side} reports an error, its process does not end by a "
+                             f"signal: {_first_line(str(e))}")
+            return False
         if self.pattern is not None and not self.pattern.search(str(e)):
+            self.observed = (f"{side}'s process ends by {e.signal}, its message not matching"
+                             if died else f"{side} reports an error not matching") + \
+                f" {self.pattern.pattern!r}: {_first_line(str(e))}"
             return False
         if self.runs is not None:
             self._run(self.runs, self.runs.module(candidate), self.inputs.of(candidate))
@@ -373,6 +423,18 @@ class Failure(Interest):
         matching = f" matching {self.pattern.pattern!r}" if self.pattern is not None else ""
         runs = f", while {self.runs.label} runs it" if self.runs is not None else ""
         return f"{self.side.label} {what}{matching}{runs}"
+
+    def wants(self) -> str:
+        what = f"{self.side.label}'s process to end by a signal" if self.crash else \
+            f"{self.side.label} to report an error"
+        matching = f" matching {self.pattern.pattern!r}" if self.pattern is not None else ""
+        runs = f", while {self.runs.label} runs it" if self.runs is not None else ""
+        return f"{what}{matching}{runs}"
+
+
+def _first_line(message: str) -> str:
+    lines = message.strip().splitlines()
+    return lines[0][:200] if lines else ""
 
 
 def _side_name(side: Side) -> str:
@@ -438,7 +500,7 @@ def reduce(module, interesting: Callable | None = None, *, test: str = "cpu",
            rel: float = 1e-3, ulp: int | None = None, bitwise: bool = False,
            error: str | None = None, crash: bool = False, script=None,
            timeout: float | None = None, progress=None,
-           run_seconds: float = RUN_SECONDS) -> Reduction:
+           run_seconds: float = RUN_SECONDS, interrupted_by: tuple = ()) -> Reduction:
     """The smallest module found that stays interesting (hlogen.differential.reduce's
     search), where interesting is, by the arguments given:
     - `interesting(candidate)`: a predicate of Computations;
@@ -454,8 +516,10 @@ def reduce(module, interesting: Callable | None = None, *, test: str = "cpu",
     `inputs` (one per parameter) or random ones from `seed` (`large_range`), and a
     parameter the reducer makes gets random values from the same seed (see Inputs).
     `seed` also orders the search; `timeout` (seconds) bounds it, its runs included;
-    `progress(hlogen.differential.Progress)` follows it. hg.InputError when the module
-    is not interesting to begin with."""
+    `progress(hlogen.differential.Progress)` follows it; `interrupted_by` (exception
+    classes, such as KeyboardInterrupt) end it early with the best module so far, the
+    exception in `search.interrupted` (the caller saves the module, then raises it
+    again). hg.InputError when the module is not interesting to begin with."""
     original = module if isinstance(module, Computation) else load(module)
     chosen = [name for name, given in (("interesting", interesting is not None),
                                        ("script", script is not None),
@@ -465,8 +529,8 @@ def reduce(module, interesting: Callable | None = None, *, test: str = "cpu",
     pattern = _pattern(error)
     with Children(run_seconds) as children:
         if interesting is not None or script is not None:
-            interest = Predicate(interesting or script_interest(script),
-                                 None if script is None else str(script))
+            interest = Predicate(interesting or script_interest(script, timeout=run_seconds),
+                                 None if script is None else str(script), run_seconds)
             start = original
         else:
             given = Inputs(original, inputs, seed, large_range)
@@ -480,11 +544,13 @@ def reduce(module, interesting: Callable | None = None, *, test: str = "cpu",
                                         run_seconds)
                 divergence.kind = difference_class(divergence.compare(start))
                 interest = divergence
-        return reduce_with(start, interest, seed=seed, timeout=timeout, progress=progress)
+        return reduce_with(start, interest, seed=seed, timeout=timeout, progress=progress,
+                           interrupted_by=interrupted_by)
 
 
 def reduce_with(start: Computation, interest: Interest, *, seed: int = 0,
-                timeout: float | None = None, progress=None) -> Reduction:
+                timeout: float | None = None, progress=None,
+                interrupted_by: tuple = ()) -> Reduction:
     """`reduce`'s search with an Interest, on `start` (tagged by its Inputs when it has
     some)."""
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
@@ -499,9 +565,12 @@ def reduce_with(start: Computation, interest: Interest, *, seed: int = 0,
         return interest(candidate)
 
     try:
-        search = reduce_module(start, judge, seed=seed, timeout=timeout, progress=progress)
-    except InputError as e:
-        raise InputError(f"{e} ({interest.describe()})") from None
+        search = reduce_module(start, judge, seed=seed, timeout=timeout, progress=progress,
+                               interrupted_by=interrupted_by)
+    except NotInteresting:  # what it showed, then what the interest wants (not as a fact)
+        raise NotInteresting(f"{start.source or start.name}: not interesting to begin with: "
+                             f"{interest.observed}; the interest wants {interest.wants()}: "
+                             f"nothing to reduce") from None
     best = search.computation
     if not interest.uses_inputs:
         return Reduction(best, None, interest, search)

@@ -72,7 +72,11 @@ class Children:
                 "source": computation.source,
                 "inputs": self._write("inputs", pickle.dumps(list(inputs))),
                 "backend": backend, "options": list(xla_options), "out": out}
-        answer = self._worker.run(task, self.seconds if seconds is None else seconds)
+        try:
+            answer = self._worker.run(task, self.seconds if seconds is None else seconds)
+        except BaseException:  # stopped mid-run (a signal): a busy worker is not waited for
+            self._worker.kill()
+            raise
         if "status" in answer:  # the worker crashed or ran out of time
             raise Died(f"{computation.name} on {backends.get(backend).words} ({backend}): "
                        f"{answer['message']}", answer["status"], answer.get("signal"))

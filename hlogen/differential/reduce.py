@@ -30,12 +30,14 @@ convention: exit status 0 means "still interesting".
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import hashlib
 import os
 import random
 import re
+import select
 import signal
 import subprocess
 import tempfile
@@ -45,7 +47,7 @@ from typing import Callable
 import numpy as np
 from jaxlib.mlir import ir
 
-from hlogen import backends, mlir, preflight
+from hlogen import backends, mlir, native, preflight
 from hlogen import types as T
 from hlogen.computation import Computation, main_of
 from hlogen.errors import HlogenError, InputError
@@ -99,6 +101,7 @@ class Reduced:
     accepted: int
     seconds: float
     timed_out: bool
+    interrupted: BaseException | None = None  # what ended the search early (interrupted_by)
 
 
 class _Skip(Exception):
@@ -109,9 +112,14 @@ class _OutOfTime(Exception):
     pass
 
 
+class NotInteresting(InputError):
+    """The module given is not interesting to begin with: there is nothing to reduce."""
+
+
 def reduce(module_or_computation, interesting: Callable[[Computation], bool], *, seed: int = 0,
            timeout: float | None = None,
-           progress: Callable[[Progress], None] | None = None) -> Reduced:
+           progress: Callable[[Progress], None] | None = None,
+           interrupted_by: tuple = ()) -> Reduced:
     """The smallest module found that stays interesting (see the module docstring).
 
     `module_or_computation`: a Computation, or what hg.load takes. `interesting(comp)`
@@ -119,8 +127,12 @@ def reduce(module_or_computation, interesting: Callable[[Computation], bool], *,
     candidates that verify, and an hg.HlogenError it raises counts as "not interesting"
     (other exceptions end the search). `seed` orders delta debugging's tries; `timeout`
     (seconds) bounds the whole search, checked before each candidate; `progress` is
-    called after each candidate judged. Raises hg.InputError when the module is not
-    interesting to begin with (and what the predicate raises on it)."""
+    called after each candidate judged; `interrupted_by` (exception classes, such as
+    KeyboardInterrupt) end the search as the timeout does, the exception kept in the
+    result's `interrupted` for the caller to raise again once it has saved the best
+    module. Raises hg.InputError when the module is not interesting to begin with (and
+    what the predicate raises on it: also an interruption while the original is judged,
+    when there is nothing to keep)."""
     original = module_or_computation if isinstance(module_or_computation, Computation) \
         else load(module_or_computation)
     if isinstance(seed, bool) or not isinstance(seed, int):
@@ -130,16 +142,19 @@ def reduce(module_or_computation, interesting: Callable[[Computation], bool], *,
         raise HlogenError(f"reduce: timeout must be a positive number of seconds, got {timeout!r}")
     search = _Search(original, interesting, seed, timeout, progress)
     if not interesting(original):  # (an error it raises says why, here)
-        raise InputError(f"{original.source or original.name}: the module is not interesting to "
-                         f"begin with (the predicate returns False on it): nothing to reduce")
-    timed_out = False
+        raise NotInteresting(f"{original.source or original.name}: the module is not "
+                             f"interesting to begin with (the predicate returns False on it): "
+                             f"nothing to reduce")
+    timed_out, interrupted = False, None
     try:
         search.run()
     except _OutOfTime:
         timed_out = True
+    except tuple(interrupted_by) as e:  # (search.best is always a whole module)
+        interrupted = e
     return Reduced(search.best_computation(), op_count(search.best_module()),
                    op_count(original), search.tried, search.accepted,
-                   time.monotonic() - search.start, timed_out)
+                   time.monotonic() - search.start, timed_out, interrupted)
 
 
 class _Search:
@@ -723,30 +738,88 @@ def script_interest(path, *, timeout: float | None = 60.0,
     script's working folder, and the script gets its path as its one argument (as
     mlir-reduce passes it). mlir-reduce reads its scripts the other way round (a non-zero
     status is interesting); hlogen follows C-Reduce because 0 is what `grep -q`, `test`
-    and most commands return when what they look for is there."""
+    and most commands return when what they look for is there.
+
+    The script runs in a process group of its own (a session), killed whole (SIGKILL)
+    when the script exits, when its time is up, and when the caller is stopped (an
+    exception such as KeyboardInterrupt): nothing it started outlives its candidate, whose
+    folder is deleted; and the kernel kills the script when this process dies
+    (hlogen.native.ending_with_parent). The predicate takes `timeout=` too: the limit of
+    one call (the reducer's, which bounds a call by the search's --timeout)."""
     script = os.path.abspath(os.fspath(path))
     if not os.path.isfile(script) or not os.access(script, os.X_OK):
         raise InputError(f"{path}: the interestingness script must be an executable file")
     if os.sep in filename or not filename:
         raise InputError(f"script_interest: filename must be a file name, got {filename!r}")
+    _check_runs(script, path)
+    limit = timeout
 
-    def interesting(computation: Computation) -> bool:
+    def interesting(computation: Computation, timeout: float | None = limit) -> bool:
         with tempfile.TemporaryDirectory(prefix="hlogen-reduce-") as folder:
             candidate = os.path.join(folder, filename)
             with open(candidate, "w") as f:
                 f.write(computation.as_text())
             try:
-                child = subprocess.Popen([script, candidate], cwd=folder,
-                                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                         stderr=subprocess.DEVNULL,
-                                         start_new_session=True)  # its own group: killed whole
-            except OSError as e:  # e.g. no #! line
+                child = subprocess.Popen(native.ending_with_parent([script, candidate]),
+                                         cwd=folder, stdin=subprocess.DEVNULL,
+                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                         start_new_session=True)
+            except OSError as e:  # (setpriv gone since)
                 raise InputError(f"{path}: cannot run the interestingness script: "
                                  f"{e.strerror}") from None
             try:
-                return child.wait(timeout=timeout) == 0
-            except subprocess.TimeoutExpired:
-                os.killpg(child.pid, signal.SIGKILL)
+                ended = _ends(child.pid, timeout)
+            finally:
+                # its group, before the script is reaped (its id cannot be taken again
+                # until then): what it left running, or all of it at the time limit or
+                # when this process is stopped
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(child.pid, signal.SIGKILL)
                 child.wait()
-                return False
+            code = child.returncode
+            interesting.outcome = (
+                f"exits with status {code}" if ended and code >= 0 else
+                f"ends by {signal.Signals(-code).name}" if ended else
+                f"is still running after {timeout:g} s (killed)")
+            return ended and code == 0
+    interesting.outcome = "was not run"  # what the script did with the last candidate
     return interesting
+
+
+def _check_runs(script: str, path) -> None:
+    """Refuses a script the kernel cannot run: a program (ELF) or a file whose #! line
+    names an executable (it runs through a launcher that would only see it fail)."""
+    with open(script, "rb") as f:
+        head = f.read(512)
+    if head.startswith(b"\x7fELF"):
+        return
+    words = head[2:].split(b"\n", 1)[0].split() if head.startswith(b"#!") else []
+    interpreter = os.fsdecode(words[0]) if words else None
+    if interpreter is None or not os.path.isfile(interpreter) or \
+            not os.access(interpreter, os.X_OK):
+        why = f"its #! line names {interpreter}, which is not an executable file" \
+            if interpreter else "it is not a program and has no #! line"
+        raise InputError(f"{path}: cannot run the interestingness script: {why}")
+
+
+def _ends(pid: int, seconds: float | None) -> bool:
+    """Whether the child `pid` ends within `seconds` (None: however long it takes),
+    leaving it to be reaped."""
+    deadline = None if seconds is None else time.monotonic() + seconds
+    try:  # (a pidfd is readable once the process has ended)
+        fd = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        fd = None
+    if fd is not None:
+        try:
+            ready, _, _ = select.select([fd], [], [], seconds)
+            return bool(ready)
+        finally:
+            os.close(fd)
+    pause = 0.001  # (no pidfd: Linux before 5.3) polled
+    while os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
+        if deadline is not None and time.monotonic() >= deadline:
+            return False
+        time.sleep(pause)
+        pause = min(2 * pause, 0.05)
+    return True
