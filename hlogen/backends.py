@@ -28,7 +28,7 @@ from typing import Callable, Mapping
 
 from jaxlib.mlir import ir
 
-from hlogen import decompositions, mlir, random_bits
+from hlogen import decompositions, dynamism, mlir, random_bits
 from hlogen import types as T
 from hlogen.errors import InputError, UnsupportedError
 from hlogen.ops import collectives
@@ -290,9 +290,6 @@ XLA_REFUSES = {
         "channel id, or reduce the elements one by one", _variadic_with_channel),
     "stablehlo.infeed": Refusal("jaxlib's PJRT client has no way to fill a device's infeed "
                                 "queue, so the run would wait forever"),
-    "stablehlo.set_dimension_size": Refusal(
-        "XLA returns the padding of a dynamic dimension as data and GetDimensionSize of it "
-        "as the bound, so its results would be wrong"),
     "stablehlo.custom_call": Refusal("", _pjrt_custom_call),
     "stablehlo.rng": Refusal("", _rng_refusal),
     "stablehlo.rng_bit_generator": Refusal("", _bits_refusal),
@@ -401,7 +398,6 @@ INTERPRET = declare(Backend(
             "stablehlo.infeed", "stablehlo.outfeed", "stablehlo.send", "stablehlo.recv")},
         "func.call": Refusal("the interpreter aborts on tuples passed to func.call",
                              _tuple_operands),
-        "stablehlo.set_dimension_size": Refusal(_LACKS),
         "stablehlo.remainder": Refusal("the interpreter aborts on a remainder of complex numbers "
                                        "(it has none)", _complex_operands),
         "stablehlo.compare": Refusal("the interpreter aborts on an ordered comparison of complex "
@@ -416,5 +412,5 @@ INTERPRET = declare(Backend(
     },
     dialects=("stablehlo.", "func."),
     refuses_module=_parallel_runner_refusal,
-    rewrites=(*XLA_SEMANTICS, *decompositions.RULES, *random_bits.RULES),
+    rewrites=(*XLA_SEMANTICS, *decompositions.RULES, *random_bits.RULES, *dynamism.RULES),
     readable=mlir.ATTRIBUTE_READABLE))
