@@ -68,18 +68,26 @@ class Cut:
         self.cuts = cuts        # (result, dimension, hidden index)
         self.hidden = len(checks) + len(cuts)
 
-    def apply(self, raw: list) -> list:
+    def apply(self, raw: list, compact: bool = False) -> list:
         """The user's results of `raw` (theirs, then the hidden ones) cut to their sizes;
-        an ExecutionError where a size given set_dimension_size is outside its bound."""
+        an ExecutionError where a size given set_dimension_size is outside its bound.
+        `compact`: a dynamic result's buffer holds its elements first, in order (XLA's),
+        rather than at their places in the bound's array (the interpreter's)."""
         arrays, hidden = list(raw[:self.results]), [int(np.asarray(h)) for h in raw[self.results:]]
         for index, bound, where in self.checks:
             if not 0 <= hidden[index] <= bound:
                 raise ExecutionError(f"{where}: set_dimension_size was given size "
                                      f"{hidden[index]}, outside [0, {bound}] (the dimension's "
-                                     f"bound); XLA would read past the buffer")
+                                     f"bound): XLA CPU ends the process on a negative size and "
+                                     f"reports a larger one over the bound's data")
+        sizes: dict = {}
         for result, dimension, index in self.cuts:
+            sizes.setdefault(result, {})[dimension] = hidden[index]
+        for result, cut in sizes.items():
             a = np.asarray(arrays[result])
-            arrays[result] = a[(slice(None),) * dimension + (slice(0, hidden[index]),)]
+            shape = tuple(cut.get(d, n) for d, n in enumerate(a.shape))
+            arrays[result] = a.reshape(-1)[:math.prod(shape)].reshape(shape) if compact else \
+                a[tuple(slice(0, n) for n in shape)]
         return arrays
 
 
@@ -186,12 +194,41 @@ def _slice(w, op, ins):
         if out_dims[d] == 1:  # one element: static, as XLA has it
             continue
         start, limit, stride = starts[d], limits[d], strides[d]
-        # numpy's x[:size][start:limit:stride]: ceil((min(size, limit) - start) / stride), >= 0
-        out[d] = w.size(op, lambda b, s: ops.div(
-            ops.add(ops.max(ops.sub(ops.min(s, b.constant(np.int32(limit))),
-                                    b.constant(np.int32(start))), b.constant(np.int32(0))),
-                    b.constant(np.int32(stride - 1))), b.constant(np.int32(stride))), s)
+        out[d] = w.size(op, lambda b, s: _sliced_size(b, s, start, limit, stride), s)
     return [out]
+
+
+def _sliced_size(b, size: Op, start: int, limit: int, stride: int) -> Op:
+    """numpy's len(x[:size][start:limit:stride]): ceil((min(size, limit) - start) / stride),
+    at least 0."""
+    def c(n):
+        return b.constant(np.int32(n))
+    return ops.div(ops.add(ops.max(ops.sub(ops.min(size, c(limit)), c(start)), c(0)),
+                           c(stride - 1)), c(stride))
+
+
+def _resize_slice(module, op, following, dims: dict):
+    """XLA gives a slice of a dynamic dimension the size (size - start) / stride, rounded
+    up, however far past its bound or below zero (a negative one ends the process): the
+    slice's result is given numpy's size with a set_dimension_size after it."""
+    b = InsertingBuilder(module, following, "the size of a slice")
+    result = op.results[0]
+    x = Op(b, result, mlir.shape_of_type(result.type))
+    starts, limits, strides = (mlir.ints_attribute(op, n)
+                               for n in ("start_indices", "limit_indices", "strides"))
+    y = x
+    for d in dims:
+        size = ops.get_dimension_size(Op(b, op.operands[0], mlir.shape_of_type(op.operands[0].type)), d)
+        y = ops.set_dimension_size(y, _sliced_size(b, size, starts[d], limits[d], strides[d]), d)
+    made = [mlir.defining_op(y.value)]
+    while mlir.defining_op(made[-1].operands[0], SET) is not None:
+        made.append(mlir.defining_op(made[-1].operands[0]))
+    result.replace_all_uses_with(y.value)
+    made[-1].operands[0] = result
+    y.value.set_type(mlir.bounded_type(y.shape, dims))
+    for m in made[:-1]:
+        m.results[0].set_type(mlir.bounded_type(y.shape, dims))
+    return y.value
 
 
 def _concatenate(w, op, ins):
@@ -373,7 +410,8 @@ def _propagate(module: ir.Module, block, clamp: bool) -> list:
     set_dimension_size clamped to its bound: returns (size, bound, where) of each."""
     walk = _Walk(module, carry=False)
     requested, retyped = [], set()  # retyped: values given bounded types here
-    for op in [o.operation for o in block.operations]:
+    snapshot = [o.operation for o in block.operations]
+    for i, op in enumerate(snapshot):
         if op.name == SET:
             x, size = op.operands[0], op.operands[1]
             d = mlir.int_attribute(op, "dimension")
@@ -411,6 +449,9 @@ def _propagate(module: ir.Module, block, clamp: bool) -> list:
                 r.set_type(mlir.bounded_type(shape, dyn))
                 retyped.add(r)
             walk.dims[r] = dyn
+        if op.name == "stablehlo.slice" and clamp and walk.dims.get(op.results[0]):
+            walk.dims[_resize_slice(module, op, snapshot[i + 1], walk.dims[op.results[0]])] = \
+                walk.dims[op.results[0]]
     return requested
 
 

@@ -302,7 +302,7 @@ class Executable:
         try:
             if self._cut is not None:
                 raw = _jaxlib.execute(self._loaded, device_arrays, len(self._out) + self._cut.hidden)
-                return self._cut.apply([np.asarray(r) for r in raw])
+                return self._cut.apply([np.asarray(r) for r in raw], compact=True)
             return _jaxlib.execute(self._loaded, device_arrays, len(self._out))
         except _jaxlib.JaxRuntimeError as e:
             raise ExecutionError(f"{self.computation.name} failed on {self.backend}: {e}") from None
