@@ -374,6 +374,10 @@ def expose(module: ir.Module) -> Cut | None:
                 chain.append(mlir.defining_op(x.value))
         arg.replace_all_uses_with(x.value)
         chain[0].operands[0] = arg  # the chain itself reads the parameter
+        made = {}
+        for link in chain:  # the module's own bounded types: XLA takes its ops on them
+            made[mlir.int_attribute(link, "dimension")] = None
+            link.results[0].set_type(mlir.bounded_type(shape, made))
     requested = _propagate(module, block, clamp=True)
     returned = block.operations[len(block.operations) - 1].operation
     # hidden results: the sizes asked for, then the sizes of the results' dynamic dimensions

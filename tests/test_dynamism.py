@@ -99,3 +99,77 @@ def test_an_op_without_a_rule_is_refused_naming_it(backend):
     comp = b.build(ops.sort(ops.set_dimension_size(x, n, 0)))
     with pytest.raises(hg.UnsupportedError, match="stablehlo.sort.*on a dynamic dimension"):
         hg.compile(comp, backend=backend)(X[:, 0], np.int32(3))
+
+
+SEED_MLIR = """
+func.func @main(%v: tensor<10xf32>, %n: tensor<i32>) -> (tensor<f32>, tensor<f32>, tensor<i32>, tensor<?xf32, #stablehlo.bounds<10>>) {
+  %d = stablehlo.set_dimension_size %v, %n, dim = 0 : (tensor<10xf32>, tensor<i32>) -> tensor<?xf32, #stablehlo.bounds<10>>
+  %z = stablehlo.constant dense<0.0> : tensor<f32>
+  %o = stablehlo.constant dense<1.0> : tensor<f32>
+  %s = stablehlo.reduce(%d init: %z) applies stablehlo.add across dimensions = [0] : (tensor<?xf32, #stablehlo.bounds<10>>, tensor<f32>) -> tensor<f32>
+  %p = stablehlo.reduce(%d init: %o) applies stablehlo.multiply across dimensions = [0] : (tensor<?xf32, #stablehlo.bounds<10>>, tensor<f32>) -> tensor<f32>
+  %g = stablehlo.get_dimension_size %d, dim = 0 : (tensor<?xf32, #stablehlo.bounds<10>>) -> tensor<i32>
+  return %s, %p, %g, %d : tensor<f32>, tensor<f32>, tensor<i32>, tensor<?xf32, #stablehlo.bounds<10>>
+}
+"""
+
+PARAMETER_HLO = """HloModule p, entry_computation_layout={(f32[<=4,3]{1,0}, s32[])->(f32[3]{0}, f32[<=4,3]{1,0})}
+
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+
+ENTRY main {
+  v = f32[<=4,3]{1,0} parameter(0)
+  n = s32[] parameter(1)
+  d = f32[<=4,3]{1,0} set-dimension-size(v, n), dimensions={0}
+  z = f32[] constant(0)
+  r = f32[3]{0} reduce(d, z), dimensions={0}, to_apply=add
+  ROOT t = (f32[3]{0}, f32[<=4,3]{1,0}) tuple(r, d)
+}
+"""
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_bounded_types_load_from_text_bytecode_and_hlo(backend):
+    text = hg.load(SEED_MLIR)
+    for comp in (text, hg.load(text.to_bytecode())):
+        assert [str(s) for s in comp.result_shapes] == ["f32[]", "f32[]", "s32[]", "f32[10]"]
+        got = hg.compile(comp, backend=backend)(V, np.int32(6))
+        assert [float(got[0]), float(got[1]), int(got[2])] == [21, 720, 6]
+        np.testing.assert_array_equal(got[3], V[:6])
+    x = np.arange(12, dtype=np.float32).reshape(4, 3)
+    total, rows = hg.compile(hg.load(PARAMETER_HLO), backend=backend)(x, np.int32(2))
+    np.testing.assert_array_equal(total, x[:2].sum(0))  # a bounded parameter: at its bound
+    np.testing.assert_array_equal(rows, x[:2])
+
+
+def test_a_dimension_with_no_bound_is_named():
+    with pytest.raises(hg.HlogenError, match=r"dimension 0 of tensor<\?xf32> is dynamic with no "
+                                             r"bound"):
+        hg.compile(hg.load("func.func @main(%a: tensor<?xf32>) -> tensor<?xf32> {\n"
+                           "  return %a : tensor<?xf32>\n}\n"), backend="cpu")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_hlogen_run_prints_results_cut_and_refuses_a_size_past_the_bound(backend, tmp_path):
+    import subprocess
+    import sys
+    source = tmp_path / "seed.mlir"
+    source.write_text(SEED_MLIR)
+    hlogen = [sys.executable, "-m", "hlogen_cli.main"]
+    data = "10xf32=" + ",".join(str(i) for i in range(1, 11))
+    for size, total, product in ((0, "0.", "1."), (5, "15.", "120."), (6, "21.", "720."),
+                                 (10, "55.", "3628800.")):
+        done = subprocess.run(hlogen + ["run", str(source), "--backend", backend, "--input", data,
+                                        "--input", f"i32={size}"], capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        lines = done.stdout.split("\n")
+        assert lines[1] == total and lines[3] == product and lines[5] == str(size)
+        assert lines[6] == f"result[3]: f32[{size}]"
+    done = subprocess.run(hlogen + ["run", str(source), "--backend", backend, "--input", data,
+                                    "--input", "i32=11"], capture_output=True, text=True)
+    assert done.returncode == 1 and "given size 11, outside [0, 10]" in done.stderr
+    assert "Traceback" not in done.stderr
