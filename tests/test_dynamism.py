@@ -173,3 +173,67 @@ def test_hlogen_run_prints_results_cut_and_refuses_a_size_past_the_bound(backend
                                     "--input", "i32=11"], capture_output=True, text=True)
     assert done.returncode == 1 and "given size 11, outside [0, 10]" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+# jax's shape polymorphism as StableHLO's *_dynamic.mlir files have it: a leading i64
+# dimension variable, a parameter of unbounded dimension, a shape computed from the variable
+UNBOUNDED = """
+func.func @main(%n: tensor<i64>, %a: tensor<?x3xf32>) -> (tensor<?x3xf32>, tensor<3xi32>) {
+  %0 = stablehlo.convert %n : (tensor<i64>) -> tensor<i32>
+  %1 = stablehlo.reshape %0 : (tensor<i32>) -> tensor<1xi32>
+  %2 = stablehlo.constant dense<3> : tensor<1xi32>
+  %3 = stablehlo.concatenate %1, %2, dim = 0 : (tensor<1xi32>, tensor<1xi32>) -> tensor<2xi32>
+  %4 = stablehlo.dynamic_iota %3, dim = 0 : (tensor<2xi32>) -> tensor<?x3xi32>
+  %5 = stablehlo.exponential %a : tensor<?x3xf32>
+  %z = stablehlo.constant dense<0> : tensor<i32>
+  %6 = stablehlo.reduce(%4 init: %z) applies stablehlo.add across dimensions = [0] : (tensor<?x3xi32>, tensor<i32>) -> tensor<3xi32>
+  return %5, %6 : tensor<?x3xf32>, tensor<3xi32>
+}
+"""
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_unbounded_dimensions_are_refined_from_the_inputs(backend):
+    comp = hg.load(UNBOUNDED)
+    for rows in (1, 4):
+        a = np.linspace(-1, 1, rows * 3, dtype=np.float32).reshape(rows, 3)
+        refined = hg.passes.refine(comp, [np.int64(rows), a])
+        assert refined.signature().endswith(f"-> (f32[{rows},3], s32[3])"), refined.signature()
+        e, s = hg.compile(refined, backend=backend)(np.int64(rows), a)
+        np.testing.assert_allclose(e, np.exp(a), rtol=1e-6)
+        np.testing.assert_array_equal(s, [rows * (rows - 1) // 2] * 3)
+
+
+def test_unbounded_dimensions_that_stay_dynamic_are_named():
+    comp = hg.load(UNBOUNDED)
+    with pytest.raises(hg.ShapeError, match=r"parameter 1 of .* is tensor<\?x3xf32>: an input "
+                                            r"of shape \[2, 4\] does not fit it"):
+        hg.passes.refine(comp, [np.int64(2), np.zeros((2, 4), np.float32)])
+    with pytest.raises(hg.HlogenError, match=r"dimension 0 of tensor<\?x3xf32> is dynamic with "
+                                             r"no bound: give inputs whose shapes refine it"):
+        hg.compile(comp, backend="interpret")
+    shape_from_a_vector = """
+func.func @main(%s: tensor<2xi32>) -> tensor<?x?xi32> {
+  %0 = stablehlo.dynamic_iota %s, dim = 0 : (tensor<2xi32>) -> tensor<?x?xi32>
+  return %0 : tensor<?x?xi32>
+}
+"""
+    with pytest.raises(hg.ShapeError, match=r"the result of stablehlo.dynamic_iota .*\(its shape "
+                                            r"is a value\) stays dynamic once refined"):
+        hg.passes.refine(hg.load(shape_from_a_vector), [np.array([2, 3], np.int32)])
+
+
+def test_hlogen_run_refines_from_its_inputs(tmp_path):
+    import subprocess
+    import sys
+    source = tmp_path / "poly.mlir"
+    source.write_text(UNBOUNDED)
+    hlogen = [sys.executable, "-m", "hlogen_cli.main", "run", str(source)]
+    done = subprocess.run(hlogen + ["--input", "i64=2", "--input", "2x3xf32=0"],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[:4] == ["result[0]: f32[2,3]", "[[1. 1. 1.]", " [1. 1. 1.]]",
+                                           "result[1]: s32[3]"], done.stdout
+    done = subprocess.run(hlogen, capture_output=True, text=True)
+    assert done.returncode == 2 and "dimension 0 of parameter 1 of @main (tensor<?x3xf32>) is " \
+        "dynamic with no bound: give one --input per parameter" in done.stderr, done.stderr

@@ -22,6 +22,7 @@ from hlogen import types as T
 from hlogen.backends import Backend, Kind
 from hlogen.builder import Builder, Op
 from hlogen.computation import Computation
+from hlogen.errors import ShapeError
 from hlogen.ops import tuples
 
 
@@ -91,6 +92,10 @@ def prepare(computation: Computation, backend: Backend, num_replicas: int = 1,
     1 is for XLA's SPMD partitioner (hlogen.xla_client)."""
     where = computation.source or computation.name
     preflight.check_module(computation.module, where)
+    left = passes.unbounded(computation.module)
+    if left is not None:
+        raise ShapeError(f"{where}: {left} is dynamic with no bound: refine it from inputs "
+                         f"first (hlogen.passes.refine; hlogen run does with its --input)")
     preflight.check_replicas(computation.module, num_replicas, where)
     legal = passes.run(computation, "legalize")
     with mlir.context():  # what XLA reads the replica count from, besides its options
