@@ -91,8 +91,8 @@ def run(file: str, function_name: str | None, options: dict, default_inputs=None
         files.folder(o.profile, "--profile", "the profile goes into a folder", made=True)
     source = sources.module_source(file, function_name)
     comp, from_file = source.computation, source.compiled
-    if from_file is None and hg.passes.unbounded(comp.module) is not None:
-        comp = _refined(comp, o)
+    if from_file is None:
+        comp = inputs.refined(comp, o.inputs.specs, o.replicas)
     xla = compile_options(asked, o.no_hlo_passes, from_file)
     outputs.check_output_count(plan, len(T.leaf_shapes(comp.result_shapes)))
     local = replicas.local_replicas(o.replicas, o.num_processes, o.process_id)
@@ -196,17 +196,6 @@ def _arguments(comp, o: RunOptions, local: list, default_inputs, recorded=None,
     if save is not None:  # (one replica: RunOptions.check)
         inputs.save_arguments(save, comp, given)
     return arrays
-
-
-def _refined(comp, o: RunOptions):
-    """`comp`, whose dimensions with no bound take the --input values' shapes (and jax's
-    dimension variables their values): hlogen.passes.refine."""
-    if not o.inputs.specs or o.replicas != 1:
-        raise InputError(f"{comp.source or comp.name}: {hg.passes.unbounded(comp.module)} is "
-                         f"dynamic with no bound: give one --input per parameter (one replica), "
-                         f"whose shapes refine it")
-    return hg.passes.refine(comp, inputs.load_inputs(o.inputs.specs, comp.parameter_names, [],
-                                                     "--input"))
 
 
 def _expected(comp, o: RunOptions, local: list) -> list:
