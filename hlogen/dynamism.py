@@ -120,6 +120,7 @@ class _Walk:
 
     def __init__(self, module: ir.Module, carry: bool):
         self.module, self.carry, self.dims = module, carry, {}
+        self.replaced = None  # what an op's rule replaced it with (concatenate's writes)
 
     def of(self, value) -> dict:
         return self.dims.get(value) or {}
@@ -484,8 +485,12 @@ def _has_dynamism(function) -> bool:
 def _carry_sizes(b, function, operands):
     """The interpreter's rewrite of a function with dynamic dimensions (module docstring)."""
     module = b.module
-    _static(module, function)
     block = function.regions[0].blocks[0]
+    for op in mlir.walk_op(function):
+        if op.name == SET and op.parent.name != "func.func":
+            _refuse(op, "a set_dimension_size inside the region of "
+                        f"{op.parent.name}, which the interpreter's rewrite does not reach,")
+    _static(module, function)
     walk = _Walk(module, carry=True)
     for op in [o.operation for o in block.operations]:
         if op.name == SET:
@@ -493,8 +498,9 @@ def _carry_sizes(b, function, operands):
             d = mlir.int_attribute(op, "dimension")
             wb = walk.builder(op)
             shape = mlir.shape_of_type(x.type)
-            # a value of its own (the interpreter has no set_dimension_size)
-            same = ops.reshape(Op(wb, x, shape), shape.dimensions)
+            # a value of its own (the interpreter has no set_dimension_size; ops.reshape
+            # would give x itself)
+            same = wb.add_op("stablehlo.reshape", shape, [Op(wb, x, shape)], {})
             walk.dims[same.value] = {**walk.of(x), d: size}
             op.results[0].replace_all_uses_with(same.value)
             op.erase()
