@@ -184,8 +184,8 @@ def refine(computation: Computation, arguments) -> Computation:
                                  f"of shape {list(value.shape)} does not fit it")
             types.append(str(mlir.ir_type(T.Shape(_element(tt), value.shape))))
         # (refine-arguments keeps the module valid meanwhile: a wrapper op the next removes)
-        mlir.run_pipeline(module, f"builtin.module(stablehlo-refine-arguments{{types="
-                                  f"{','.join(types)}}},{REFINE[len('builtin.module('):]}")
+        _refine(computation, module, f"builtin.module(stablehlo-refine-arguments{{types="
+                                     f"{','.join(types)}}},{REFINE[len('builtin.module('):]}")
         if unbounded(module) is not None:  # sizes carried by values: jax's dimension variables
             mlir.inline_calls(block, mlir.functions(module))
             mlir.drop_unused_functions(module, main)
@@ -195,7 +195,7 @@ def refine(computation: Computation, arguments) -> Computation:
                 if shape.rank == 0 and shape.element_type.is_integer and len(list(arg.uses)):
                     b = InsertingBuilder(module, first, "a dimension variable")
                     arg.replace_all_uses_with(b.constant(np.asarray(value, shape.dtype)).value)
-            mlir.run_pipeline(module, REFINE)
+            _refine(computation, module, REFINE)
     left = unbounded(module)
     if left is not None:
         raise ShapeError(f"{computation.name}: {left} stays dynamic once refined from the "
@@ -203,6 +203,14 @@ def refine(computation: Computation, arguments) -> Computation:
                          f"hlogen runs static shapes and bounded dynamic ones")
     mlir.drop_unused_functions(module, main)
     return Computation(module, computation.source)
+
+
+def _refine(computation: Computation, module, pipeline: str) -> None:
+    try:
+        mlir.run_pipeline(module, pipeline)
+    except HlogenError as e:  # StableHLO's passes refuse the module so refined
+        raise ShapeError(f"{computation.name}: StableHLO's shape refinement fails on it with "
+                         f"these inputs: {str(e).partition(' failed:')[2].strip() or e}") from None
 
 
 def _element(tt) -> T.ElementType:
