@@ -169,6 +169,12 @@ def test_hlogen_run_prints_results_cut_and_refuses_a_size_past_the_bound(backend
         lines = done.stdout.split("\n")
         assert lines[1] == total and lines[3] == product and lines[5] == str(size)
         assert lines[6] == f"result[3]: f32[{size}]"
+    saved = tmp_path / "out.npz"  # saved cut as well
+    done = subprocess.run(hlogen + ["run", str(source), "--backend", backend, "--input", data,
+                                    "--input", "i32=4", "--output", str(saved)],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    np.testing.assert_array_equal(np.load(saved)["result_3"], V[:4])
     done = subprocess.run(hlogen + ["run", str(source), "--backend", backend, "--input", data,
                                     "--input", "i32=11"], capture_output=True, text=True)
     assert done.returncode == 1 and "given size 11, outside [0, 10]" in done.stderr
