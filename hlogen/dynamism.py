@@ -28,7 +28,7 @@ import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
-from hlogen import mlir, ops
+from hlogen import mlir, ops, preflight
 from hlogen import types as T
 from hlogen.builder import InsertingBuilder, Op
 from hlogen.errors import ExecutionError, UnsupportedError
@@ -47,16 +47,11 @@ SUPPORTED = ("element-wise ops, broadcast_in_dim, reshape keeping the dimension,
              "slice, concatenate, reduce, dot_general, get_dimension_size")
 
 
-def present(module: ir.Module) -> bool:
-    """Whether `module` has a set_dimension_size or a bounded dynamic type."""
-    for op in mlir.walk(module):
-        if op.name == SET or any(mlir.bounds(t) for t in op.results.types):
-            return True
-        if op.name == "func.func":
-            ft = mlir.function_type(op)
-            if any(mlir.bounds(t) for t in list(ft.inputs) + list(ft.results)):
-                return True
-    return False
+def present(module: ir.Module, cached: bool = False) -> bool:
+    """Whether `module` has a set_dimension_size or a bounded dynamic type (`cached`: a
+    module that has not changed since preflight's checks, which read it once)."""
+    found = preflight.inventory(module) if cached else preflight.Inventory(module)
+    return SET in found.by_name or any(mlir.bounds(t) for t in found.types)
 
 
 class Cut:

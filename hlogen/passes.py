@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 from jaxlib.mlir import ir
 
-from hlogen import mlir, rewrites
+from hlogen import mlir, preflight, rewrites
 from hlogen import types as T
 from hlogen.builder import InsertingBuilder
 from hlogen.computation import Computation
@@ -117,10 +117,16 @@ SHAPE_FROM_VALUES = frozenset("stablehlo." + n for n in (
     "dynamic_pad", "dynamic_reshape", "real_dynamic_slice"))
 
 
-def unbounded(module) -> str | None:
+def unbounded(module, cached: bool = False) -> str | None:
     """The first dimension of `module` that is dynamic with no bound (`tensor<?xf32>`),
     named (op or parameter, dimension, type), or the first op whose result's shape is an
-    operand's value (SHAPE_FROM_VALUES); None when there is none."""
+    operand's value (SHAPE_FROM_VALUES); None when there is none. `cached`: a module that
+    has not changed since preflight's checks read it."""
+    if cached:  # most modules: decided from the types and op names preflight has seen
+        found = preflight.inventory(module)
+        if not (SHAPE_FROM_VALUES & found.by_name.keys()) and \
+                not any(_unbounded_dimension(t) is not None for t in found.types):
+            return None
     for op in mlir.walk(module):
         if op.name in SHAPE_FROM_VALUES:
             where = mlir.file_location(op.location)

@@ -154,7 +154,7 @@ class Executable:
                                                        backend.identity_key())
         start = time.perf_counter()
         self._cut = None  # hlogen.dynamism.Cut: how results are cut to their runtime sizes
-        if dynamism.present(computation.module):
+        if dynamism.present(computation.module, cached=True):
             disk_cache = None  # the cut comes from hlogen's pipeline, which a hit skips
         self._loaded = self._load_or_compile(pjrt, disk_cache)
         self.compile_seconds = time.perf_counter() - start
