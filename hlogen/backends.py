@@ -302,6 +302,12 @@ XLA_REFUSES = {
                              "compiling a while loop inside a map's computation", _loop_in_map),
 }
 XLA_REFUSES_TYPES = {"f6e2m3fn": _NO_F6, "f6e3m2fn": _NO_F6}
+# An XLA other than jaxlib's CPU (GPU, a plugin): how it hands back a dynamic result
+# (hlogen.dynamism reads XLA CPU's: its elements first, in a buffer of the bound's size)
+# is not measured, so a module with dynamic dimensions (hlogen's own set_dimension_size
+# for a bounded parameter included) is refused.
+XLA_REFUSES_UNMEASURED = {**XLA_REFUSES, "stablehlo.set_dimension_size": Refusal(
+    "hlogen reads dynamic results as XLA CPU hands them back; this XLA's way is not measured")}
 
 CPU = declare(Backend(
     name="cpu", kind=Kind.PJRT, platform="cpu", words="XLA (PJRT)",
@@ -309,7 +315,8 @@ CPU = declare(Backend(
     refuses_types=XLA_REFUSES_TYPES))
 GPU = declare(Backend(
     name="gpu", kind=Kind.PJRT, platform="gpu", words="XLA (PJRT)",
-    description="XLA GPU, jaxlib's PJRT client (the extra hlogen[cuda])", refuses=XLA_REFUSES,
+    description="XLA GPU, jaxlib's PJRT client (the extra hlogen[cuda])",
+    refuses=XLA_REFUSES_UNMEASURED,
     refuses_types=XLA_REFUSES_TYPES))
 
 

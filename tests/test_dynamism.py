@@ -243,3 +243,10 @@ def test_hlogen_run_refines_from_its_inputs(tmp_path):
     done = subprocess.run(hlogen, capture_output=True, text=True)
     assert done.returncode == 2 and "dimension 0 of parameter 1 of @main (tensor<?x3xf32>) is " \
         "dynamic with no bound: give one --input per parameter" in done.stderr, done.stderr
+
+
+def test_only_xla_cpu_whose_dynamic_results_were_measured_runs_them():
+    from hlogen import backends
+    assert "stablehlo.set_dimension_size" not in backends.CPU.refuses
+    assert "stablehlo.set_dimension_size" not in backends.INTERPRET.refuses
+    assert "not measured" in backends.GPU.refuses["stablehlo.set_dimension_size"].why
