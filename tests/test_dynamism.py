@@ -250,3 +250,26 @@ def test_only_xla_cpu_whose_dynamic_results_were_measured_runs_them():
     assert "stablehlo.set_dimension_size" not in backends.CPU.refuses
     assert "stablehlo.set_dimension_size" not in backends.INTERPRET.refuses
     assert "not measured" in backends.GPU.refuses["stablehlo.set_dimension_size"].why
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_bounded_types_load_from_an_hlo_proto(backend):
+    from hlogen.runtime import _jaxlib
+    proto = _jaxlib.hlo_text_to_proto(PARAMETER_HLO)
+    x = np.arange(12, dtype=np.float32).reshape(4, 3)
+    total, rows = hg.compile(hg.load(proto), backend=backend)(x, np.int32(3))
+    np.testing.assert_array_equal(total, x[:3].sum(0))
+    np.testing.assert_array_equal(rows, x[:3])
+
+
+def test_hlogen_compare_agrees_on_a_dynamic_module(tmp_path):
+    import subprocess
+    import sys
+    source = tmp_path / "seed.mlir"
+    source.write_text(SEED_MLIR)
+    done = subprocess.run([sys.executable, "-m", "hlogen_cli.main", "compare", str(source),
+                           "--input", "10xf32=" + ",".join(str(i) for i in range(1, 11)),
+                           "--input", "i32=6"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "test cpu and reference interpret agree" in done.stdout
+    assert "result 3 f32[6]: all 6 elements match" in done.stdout
