@@ -13,7 +13,10 @@ module that has dynamic dimensions (`present`):
   each size given to set_dimension_size is clamped to [0, bound] (XLA CPU ends the
   process on a negative one) and returned as a hidden result, and so is the runtime size
   of each dynamic dimension of a result: `Cut` checks the first and cuts the results to
-  the second on the host, for every backend.
+  the second on the host, for every backend (XLA's buffer holds a dynamic result's
+  elements first, the interpreter's at their places in the bound's array). XLA's size of
+  a slice of a dynamic dimension is numpy's only within the bound, so a slice is given
+  numpy's size after it (`_resize_slice`).
 - `RULES` (the interpreter's declaration), on the entry function: the interpreter has no
   dynamic dimensions, so every type becomes static and the sizes are carried as values:
   reductions and dots see their init value (zero) in the padding, concatenation moves
