@@ -215,9 +215,9 @@ def _resize_slice(module, op, following, dims: dict):
     x = Op(b, result, mlir.shape_of_type(result.type))
     starts, limits, strides = (mlir.ints_attribute(op, n)
                                for n in ("start_indices", "limit_indices", "strides"))
-    y = x
+    y, operand = x, op.operands[0]
     for d in dims:
-        size = ops.get_dimension_size(Op(b, op.operands[0], mlir.shape_of_type(op.operands[0].type)), d)
+        size = ops.get_dimension_size(Op(b, operand, mlir.shape_of_type(operand.type)), d)
         y = ops.set_dimension_size(y, _sliced_size(b, size, starts[d], limits[d], strides[d]), d)
     made = [mlir.defining_op(y.value)]
     while mlir.defining_op(made[-1].operands[0], SET) is not None:

@@ -46,7 +46,6 @@ def test_a_constant_size_past_the_bound_is_a_shape_error():
 
 X = np.arange(1, 25, dtype=np.float32).reshape(6, 4) / 7
 Y = np.arange(1, 21, dtype=np.float32).reshape(4, 5) / 3
-W = np.arange(1, 19, dtype=np.float32).reshape(6, 3) / 5
 
 
 def _dot(lhs, rhs, lc, rc):
@@ -54,13 +53,15 @@ def _dot(lhs, rhs, lc, rc):
                                       "rhs_contracting_dimensions": (rc,)})
 
 
-# (name, fn of (x dynamic on dim 0 or 1, the other operands), numpy of the cut x)
+# name: (the dimension of x (f32[6, 4]) made dynamic, the op on x, numpy on x cut to its size)
 CASES = {
     "elementwise": (0, lambda x: ops.mul(ops.add(x, x), ops.exp(x)), lambda x: (x + x) * np.exp(x)),
     "convert": (1, lambda x: ops.convert_element_type(x, hg.s32), lambda x: x.astype(np.int32)),
     "broadcast_in_dim": (0, lambda x: ops.broadcast_in_dim(x, [2, 6, 4], [1, 2]),
                          lambda x: np.broadcast_to(x, (2,) + x.shape)),
     "reshape": (0, lambda x: ops.reshape(x, [6, 2, 2]), lambda x: x.reshape(len(x), 2, 2)),
+    "reshape_minor": (1, lambda x: ops.reshape(x, [6, 1, 4, 1]),
+                      lambda x: x.reshape(6, 1, x.shape[1], 1)),
     "transpose": (0, lambda x: ops.transpose(x, [1, 0]), lambda x: x.T),
     "slice": (0, lambda x: ops.slice(x, [1, 0], [5, 4], [2, 1]), lambda x: x[1:5:2]),
     "concatenate": (0, lambda x: ops.concatenate([x, x * 2, x], 0),
@@ -71,7 +72,8 @@ CASES = {
                                            lambda a, b: a + b, [0]), lambda x: x.sum(0)),
     "reduce_max_kept": (1, lambda x: ops.reduce(x, x.builder.constant(np.float32(-np.inf)),
                                                 ops.max, [0]), lambda x: x.max(0)),
-    "dot_contracting": (1, lambda x: _dot(x, x.builder.constant(Y), 1, 0), lambda x: x @ Y[:x.shape[1]]),
+    "dot_contracting": (1, lambda x: _dot(x, x.builder.constant(Y), 1, 0),
+                        lambda x: x @ Y[:x.shape[1]]),
     "dot_free": (0, lambda x: _dot(x, x.builder.constant(Y), 1, 0), lambda x: x @ Y),
 }
 

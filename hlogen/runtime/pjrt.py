@@ -301,7 +301,8 @@ class Executable:
         device_arrays = [p.put(a) for p, a in zip(self._in, arrays)]
         try:
             if self._cut is not None:
-                raw = _jaxlib.execute(self._loaded, device_arrays, len(self._out) + self._cut.hidden)
+                raw = _jaxlib.execute(self._loaded, device_arrays,
+                                      len(self._out) + self._cut.hidden)
                 return self._cut.apply([np.asarray(r) for r in raw], compact=True)
             return _jaxlib.execute(self._loaded, device_arrays, len(self._out))
         except _jaxlib.JaxRuntimeError as e:
