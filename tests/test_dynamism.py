@@ -275,3 +275,10 @@ def test_hlogen_compare_agrees_on_a_dynamic_module(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     assert "test cpu and reference interpret agree" in done.stdout
     assert "result 3 f32[6]: all 6 elements match" in done.stdout
+
+
+def test_xla_refuses_dynamic_dimensions_on_several_replicas():
+    b = hg.Builder("replicas")
+    x, n = b.parameter(hg.f32[4]), b.parameter(hg.s32[()])
+    with pytest.raises(hg.UnsupportedError, match=r"run on one replica"):
+        hg.compile(b.build(ops.set_dimension_size(x, n, 0)), backend="cpu", num_replicas=2)

@@ -165,6 +165,9 @@ class Executable:
         self._one_plain_result = (len(computation.result_shapes) == 1 and
                                   not isinstance(computation.result_shapes[0], T.TupleShape))
         if self.num_replicas > 1:
+            if self._cut is not None:
+                raise UnsupportedError(f"{computation.name}: dynamic dimensions "
+                                       f"(set_dimension_size) run on one replica")
             local = [devices[r] for r in self.local_replicas]
             self._in = [_jaxlib.ReplicatedPlacement(s.dimensions, s.dtype, devices, local)
                         for s in flat_in]
