@@ -351,7 +351,7 @@ def expose(module: ir.Module) -> Cut | None:
     """Gives `module`'s dynamic values their bounded types and appends the hidden results
     (module docstring); None where it has no dynamic dimension."""
     main = _main(module)
-    if main is None or not present(module):
+    if main is None:
         return None
     block = main.regions[0].blocks[0]
     if any(isinstance(mlir.shape_of_type(t), T.TupleShape)

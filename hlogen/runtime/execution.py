@@ -102,7 +102,9 @@ def prepare(computation: Computation, backend: Backend, num_replicas: int = 1,
         attributes = legal.module.operation.attributes
         attributes["mhlo.num_replicas"] = mlir.int_attr(num_replicas, 32)
         attributes["mhlo.num_partitions"] = mlir.int_attr(num_partitions, 32)
-    cut = dynamism.expose(legal.module)
+    # (legalize makes no dynamic dimension: asked of the module preflight has just read)
+    cut = dynamism.expose(legal.module) if dynamism.present(computation.module, cached=True) \
+        else None
     rewrites.rewrite_module(legal.module, backend.rewrites, num_replicas)
     read = [_reading(backend, leaf.element_type)
             for leaf in T.leaf_shapes(computation.result_shapes)]
