@@ -298,6 +298,19 @@ def arguments(comp, choice, recorded=None, option: str = "--input") -> list:
     return load_inputs(choice.specs, comp.parameter_names, comp.parameter_shapes, option)
 
 
+def refined(comp, specs, replicas: int = 1):
+    """`comp` itself, or where it has dimensions with no bound, `comp` refined from the
+    --input values (their shapes, and jax's dimension variables their values:
+    hlogen.passes.refine); an InputError naming the dimension without them."""
+    left = hg.passes.unbounded(comp.module, cached=True)
+    if left is None:
+        return comp
+    if not specs or replicas != 1:
+        raise InputError(f"{comp.source or comp.name}: {left} is dynamic with no bound: give "
+                         f"one --input per parameter (one replica), whose shapes refine it")
+    return hg.passes.refine(comp, load_inputs(specs, comp.parameter_names, [], "--input"))
+
+
 def save_arguments(output, comp, args) -> None:
     """Writes the arguments of `comp` to `output` (an hlogen.files.Output) as an .npz keyed
     by parameter name (arg0, arg1, ... where names repeat), bit for bit: what --input

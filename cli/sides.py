@@ -50,7 +50,7 @@ def setup(file: str, function_name: str | None, inputs: dict, sides: dict,
     record = Output(json_path, "--json", inputs=read) if json_path else None
     test, reference = sides_of(sides)
     source = sources.module_source(file, function_name)
-    comp = source.computation
+    comp = input_values.refined(source.computation, choice.specs)
     given = None
     if choice.specs or choice.zero or (source.recorded is not None and not choice.random):
         given = input_values.arguments(comp, choice, source.recorded)

@@ -91,6 +91,8 @@ def run(file: str, function_name: str | None, options: dict, default_inputs=None
         files.folder(o.profile, "--profile", "the profile goes into a folder", made=True)
     source = sources.module_source(file, function_name)
     comp, from_file = source.computation, source.compiled
+    if from_file is None:
+        comp = inputs.refined(comp, o.inputs.specs, o.replicas)
     xla = compile_options(asked, o.no_hlo_passes, from_file)
     outputs.check_output_count(plan, len(T.leaf_shapes(comp.result_shapes)))
     local = replicas.local_replicas(o.replicas, o.num_processes, o.process_id)

@@ -89,14 +89,64 @@ def shape_of_type(t: ir.Type):
     if text.startswith("tuple<"):
         tt = ir.TupleType(t)
         return T.TupleShape(tuple(shape_of_type(tt.get_type(i)) for i in range(tt.num_types)))
+    if "?" in text and text.startswith("tensor<"):
+        # a bounded dynamic dimension has its bound as its size (hlogen.dynamism)
+        return T.Shape(_element_of(t), static_dimensions(t))
     m = _TENSOR.match(text)
     if m is None:
         raise ShapeError(f"hlogen handles ranked tensors, tuples and tokens, not {text}")
     dims = m.group(1)
-    if dims and "?" in dims:
-        raise ShapeError(f"dynamic dimensions are not supported: {text}")
     return T.Shape(T.element_type_of_mlir(m.group(2)),
                    tuple(int(d) for d in dims.split("x")) if dims else ())
+
+
+def _element_of(t: ir.Type) -> T.ElementType:
+    return T.element_type_of_mlir(str(ir.RankedTensorType(t).element_type))
+
+
+DYNAMIC = -9223372036854775808  # MLIR's size of a dynamic dimension (ShapedType.get_dynamic_size)
+
+
+def bounds(t: ir.Type) -> tuple | None:
+    """Per dimension of a ranked tensor type, None for a static one and the bound of a
+    dynamic one (DYNAMIC where it has none); None for a static type (or no tensor)."""
+    try:
+        tt = ir.RankedTensorType(t)
+    except ValueError:
+        return None
+    if not tt.has_static_shape:
+        try:
+            known = list(stablehlo.TypeExtensions(tt.encoding).bounds)
+        except (ValueError, TypeError):  # no encoding, or another one: no bounds
+            known = [DYNAMIC] * tt.rank
+        return tuple(None if size != DYNAMIC else known[d] for d, size in enumerate(tt.shape))
+    return None
+
+
+def static_dimensions(t: ir.Type) -> tuple:
+    """The dimensions of a ranked tensor type with each bounded dynamic one at its bound;
+    a dimension with no bound is a ShapeError naming it."""
+    tt = ir.RankedTensorType(t)
+    dims = []
+    for d, (size, bound) in enumerate(zip(tt.shape, bounds(t) or [None] * tt.rank)):
+        if size == DYNAMIC and bound == DYNAMIC:
+            raise ShapeError(f"dimension {d} of {t} is dynamic with no bound: give inputs "
+                             f"whose shapes refine it (stablehlo-refine-shapes), or a bound")
+        dims.append(bound if size == DYNAMIC else size)
+    return tuple(dims)
+
+
+def bounded_type(shape: T.Shape, dynamic) -> ir.Type:
+    """The type of `shape` with the dimensions in `dynamic` dynamic, bounded by their sizes
+    (`tensor<?xf32, #stablehlo.bounds<10>>`); the static type when `dynamic` is empty."""
+    if not dynamic:
+        return ir_type(shape)
+    with context(), ir.Location.unknown():
+        encoding = stablehlo.TypeExtensions.get(
+            [n if d in dynamic else DYNAMIC for d, n in enumerate(shape.dimensions)])
+        return ir.RankedTensorType.get(
+            [DYNAMIC if d in dynamic else n for d, n in enumerate(shape.dimensions)],
+            element_ir_type(shape.element_type), encoding)
 
 
 def location(filename: str, line: int) -> ir.Location:

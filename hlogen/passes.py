@@ -11,9 +11,14 @@ A comma-separated list of names runs them in order; a string that starts with
 """
 from __future__ import annotations
 
-from hlogen import mlir, rewrites
+import numpy as np
+from jaxlib.mlir import ir
+
+from hlogen import mlir, preflight, rewrites
+from hlogen import types as T
+from hlogen.builder import InsertingBuilder
 from hlogen.computation import Computation
-from hlogen.errors import HlogenError
+from hlogen.errors import HlogenError, ShapeError
 
 PIPELINES = {
     "legalize": mlir.LEGALIZE,
@@ -97,3 +102,123 @@ def run(computation: Computation, pipeline: str = "default") -> Computation:
 def foreign_ops(computation: Computation) -> list[str]:
     """Names of ops in the module that are neither StableHLO nor func."""
     return [n for n in mlir.op_names(computation.module) if not n.startswith(("stablehlo.", "func."))]
+
+
+# -- unbounded dynamism: refined from the inputs given --------------------------------------
+
+REFINE = ("builtin.module(stablehlo-refine-shapes,func.func(stablehlo-canonicalize-dynamism),"
+          "stablehlo-refine-shapes)")
+
+
+# Ops whose result shape is an operand's value: refinement makes them static ops where
+# that value is a constant; left over, XLA's translation ends the process on them.
+SHAPE_FROM_VALUES = frozenset("stablehlo." + n for n in (
+    "dynamic_broadcast_in_dim", "dynamic_conv", "dynamic_gather", "dynamic_iota",
+    "dynamic_pad", "dynamic_reshape", "real_dynamic_slice"))
+
+
+def unbounded(module, cached: bool = False) -> str | None:
+    """The first dimension of `module` that is dynamic with no bound (`tensor<?xf32>`),
+    named (op or parameter, dimension, type), or the first op whose result's shape is an
+    operand's value (SHAPE_FROM_VALUES); None when there is none. `cached`: a module that
+    has not changed since preflight's checks read it."""
+    if cached:  # most modules: decided from the types and op names preflight has seen
+        found = preflight.inventory(module)
+        if not (SHAPE_FROM_VALUES & found.by_name.keys()) and \
+                not any(_unbounded_dimension(t) is not None for t in found.types):
+            return None
+    for op in mlir.walk(module):
+        if op.name in SHAPE_FROM_VALUES:
+            where = mlir.file_location(op.location)
+            at = " at {}:{}:{}".format(*where) if where else ""
+            return f"the result of {op.name}{at} (its shape is a value)"
+        for region in op.regions:
+            for block in region.blocks:
+                for i, arg in enumerate(block.arguments):
+                    found = _unbounded_dimension(arg.type)
+                    if found is not None:
+                        what = f"parameter {i} of @{mlir.symbol_name(op)}" \
+                            if op.name == "func.func" else f"an argument of {op.name}'s region"
+                        return f"dimension {found} of {what} ({arg.type})"
+        for k, t in enumerate(op.results.types):
+            found = _unbounded_dimension(t)
+            if found is not None:
+                where = mlir.file_location(op.location)
+                at = " at {}:{}:{}".format(*where) if where else ""
+                return f"dimension {found} of result {k} of {op.name}{at} ({t})"
+    return None
+
+
+def _unbounded_dimension(t) -> int | None:
+    found = mlir.bounds(t)
+    if not found:
+        return None
+    return next((d for d, b in enumerate(found) if b == mlir.DYNAMIC), None)
+
+
+def refine(computation: Computation, arguments) -> Computation:
+    """`computation` with its dimensions that have no bound refined from `arguments` (numpy
+    arrays, one per parameter of main): each parameter takes its argument's shape, then
+    StableHLO's stablehlo-refine-shapes and canonicalize-dynamism run; where dimensions
+    stay dynamic, calls are inlined and each scalar integer parameter is read as its
+    argument's value (jax's dimension variables) before they run again. A dimension
+    that stays dynamic is a ShapeError naming it."""
+    result = computation.clone()
+    module = result.module
+    if unbounded(module) is None:
+        return result
+    main = mlir.functions(module)["main"]
+    block = main.regions[0].blocks[0]
+    arguments = list(arguments)
+    if len(arguments) != len(block.arguments):
+        raise ShapeError(f"{computation.name} has dimensions with no bound: refining them takes "
+                         f"one input per parameter ({len(block.arguments)}), got {len(arguments)}")
+    with mlir.context():
+        types = []
+        for i, (arg, value) in enumerate(zip(block.arguments, arguments)):
+            found = mlir.bounds(arg.type)
+            if not found:
+                types.append(str(arg.type))
+                continue
+            value = np.asarray(value)
+            tt = ir.RankedTensorType(arg.type)
+            fits = value.ndim == tt.rank and all(
+                size in (mlir.DYNAMIC, n) and (bound in (None, mlir.DYNAMIC) or n <= bound)
+                for size, bound, n in zip(tt.shape, found, value.shape))
+            if not fits:
+                raise ShapeError(f"parameter {i} of {computation.name} is {arg.type}: an input "
+                                 f"of shape {list(value.shape)} does not fit it")
+            types.append(str(mlir.ir_type(T.Shape(_element(tt), value.shape))))
+        # (refine-arguments keeps the module valid meanwhile: a wrapper op the next removes)
+        _refine(computation, module, f"builtin.module(stablehlo-refine-arguments{{types="
+                                     f"{','.join(types)}}},{REFINE[len('builtin.module('):]}")
+        if unbounded(module) is not None:  # sizes carried by values: jax's dimension variables
+            mlir.inline_calls(block, mlir.functions(module))
+            mlir.drop_unused_functions(module, main)
+            first = block.operations[0].operation
+            for arg, value in zip(block.arguments, arguments):
+                shape = mlir.shape_of_type(arg.type)
+                if shape.rank == 0 and shape.element_type.is_integer and len(list(arg.uses)):
+                    b = InsertingBuilder(module, first, "a dimension variable")
+                    arg.replace_all_uses_with(b.constant(np.asarray(value, shape.dtype)).value)
+            _refine(computation, module, REFINE)
+    left = unbounded(module)
+    if left is not None:
+        raise ShapeError(f"{computation.name}: {left} stays dynamic once refined from the "
+                         f"inputs' shapes and dimension values (stablehlo-refine-shapes): "
+                         f"hlogen runs static shapes and bounded dynamic ones")
+    mlir.drop_unused_functions(module, main)
+    return Computation(module, computation.source)
+
+
+def _refine(computation: Computation, module, pipeline: str) -> None:
+    try:
+        mlir.run_pipeline(module, pipeline)
+    except HlogenError as e:  # StableHLO's passes refuse the module so refined
+        raise ShapeError(f"{computation.name}: StableHLO's shape refinement fails on it with "
+                         f"these inputs: {str(e).partition(' failed:')[2].strip() or e}") from None
+
+
+def _element(tt) -> T.ElementType:
+    return T.element_type_of_mlir(str(tt.element_type))
+

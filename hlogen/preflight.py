@@ -62,7 +62,22 @@ def _check_structure(module: ir.Module, where: str) -> None:
         try:
             T.leaves(mlir.shape_of_type(t))
         except HlogenError as e:
+            if _unbounded_only(t):
+                continue  # refined from the inputs before it runs (hlogen.passes.refine)
             raise InputError(f"{located(op, where)}: {op.name}: {e}") from None
+
+
+def _unbounded_only(t) -> bool:
+    """Whether `t` is a tensor of an element type hlogen has whose only trouble is a
+    dynamic dimension with no bound."""
+    found = mlir.bounds(t)
+    if not found or mlir.DYNAMIC not in found:
+        return False
+    try:
+        T.element_type_of_mlir(str(ir.RankedTensorType(t).element_type))
+    except HlogenError:
+        return False
+    return True
 
 
 class Inventory:

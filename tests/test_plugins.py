@@ -76,7 +76,7 @@ def test_found_through_its_entry_point_with_its_library_beside_it(plugin):
     assert identity["xla_options"].endswith("DebugOptions fields (read from its library)")
     assert "jaxlib's XLA's" in identity["refusals"]
     assert plugin.kind is backends.Kind.PJRT and backends.compiles(NAME)
-    assert plugin.refuses == backends.XLA_REFUSES
+    assert plugin.refuses == backends.XLA_REFUSES_UNMEASURED
     assert all(isinstance(v, str) for v in identity.values())  # `hlogen devices` prints them
 
 

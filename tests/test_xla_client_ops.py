@@ -297,15 +297,17 @@ def test_dynamic_slices_padding_and_dimension_sizes():
 
 
 @covers("SetDimensionSize", "DynamicReshape")
-def test_dynamic_shapes_are_refused():
+def test_set_dimension_size_runs_and_dynamic_reshape_is_refused():
     a = np.arange(4, dtype=np.float32)
     refused(lambda c, x: xops.DynamicReshape(x, [], [2, 2], [True, False]), a,
             match="dynamic dimensions")
-    c = xc.XlaBuilder("dynamic")
-    x = xops.Parameter(c, 0, shape(np.float32, 4))
-    xops.SetDimensionSize(x, xops.Constant(c, np.int32(2)), 0)
-    with pytest.raises(hg.UnsupportedError):  # neither backend gives XLA's results
-        BACKEND.compile(c.build())
+    add = scalar_computation(lambda p, q: xops.Add(p, q), np.float32)
+
+    def build(c, x, n):
+        d = xops.SetDimensionSize(x, n, 0)
+        xops.Tuple(c, [xops.Reduce(c, [d], [xops.Constant(c, np.float32(0))], add, [0]),
+                       xops.GetDimensionSize(d, 0), d])
+    check(run(build, a + 1, np.int32(3)), np.float32(6), np.int32(3), a[:3] + 1)
 
 
 @covers("Gather", "Scatter")

@@ -97,6 +97,7 @@ def command(file, function_name, output, force, sides, tolerance, inputs, error,
     if source.compiled is not None:
         raise InputError(f"{source.compiled.where}: a compiled file; hlogen reduce takes a "
                          f"module or a .py file")
+    comp = input_values.refined(comp, inputs.specs)
     given = None if inputs.random or not (inputs.specs or inputs.zero) else \
         input_values.arguments(comp, inputs)
     line = Progress()

@@ -57,6 +57,9 @@ def tasks_for(paths, backends: list) -> tuple[list, dict]:
         for index in range(count):
             for backend in run_on:
                 tasks.append({"file": path, "module": index, "backend": backend})
+            if plan.refine:  # and each backend runs it refined (runner.refined_case)
+                tasks += [{"file": path, "module": index, "backend": backend, "refined": True}
+                          for backend in backends]
     return tasks, plans
 
 

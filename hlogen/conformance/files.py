@@ -10,7 +10,10 @@ Formats (see ../shared/conformance/README.md in the project):
 - `interpreter.run_parallel` (replicas) and `interpreter.probe`: rewritten as text too,
   into a custom call that MLIR parses (`rewrite_interpreter_ops`); module.py runs the
   program on replicas, and a probe is the identity it is for the values it returns;
-- files whose RUN lines only round-trip serialization (no interpreter run).
+- files whose RUN lines only round-trip serialization (no interpreter run); those of
+  them with dynamic dimensions (StableHLO's `*_dynamic.mlir`, from jax's shape
+  polymorphism: leading i64 dimension variables, `tensor<?x20x20xf32>` parameters) are
+  also refined from inputs chosen by the runner and run (`Plan.refine`).
 """
 from __future__ import annotations
 
@@ -41,6 +44,8 @@ class Plan:
     roundtrip: bool = False        # serialize to a portable artifact and back
     disabled: str | None = None    # the reason given by RUN-DISABLED(...), when the run is off
     filecheck: bool = False        # the interpreter's printed output is what is checked
+    refine: bool = False           # round trip only, of a module with dynamic dimensions:
+    #                                refined from inputs chosen here and run (runner)
 
 
 @dataclasses.dataclass
@@ -99,7 +104,12 @@ def plan_of(text: str) -> Plan:
             plan.roundtrip = True
     if plan.interpret:
         plan.disabled = None
+    plan.refine = plan.roundtrip and not plan.interpret and not plan.disabled and \
+        _DYNAMIC_TYPE.search(text) is not None
     return plan
+
+
+_DYNAMIC_TYPE = re.compile(r"tensor<[^<>]*\?")
 
 
 def modules_of(file: str, text: str, plan: Plan) -> list[Module]:

@@ -12,9 +12,10 @@ from __future__ import annotations
 import time
 
 import numpy as np
+from jaxlib.mlir import ir
 from jaxlib.mlir._mlir_libs import _stablehlo
 
-from hlogen import backends, builder, mlir, runtime
+from hlogen import backends, builder, differential, mlir, passes, runtime
 from hlogen import types as T
 from hlogen.conformance import files, judge
 from hlogen.conformance.bounds import BOUNDS, within
@@ -22,7 +23,7 @@ from hlogen.conformance.explain import first_divergence
 from hlogen.conformance.module import Case, load_case, load_quant_dialect
 from hlogen.differential.near import subnormal
 from hlogen.loading import parse_module
-from hlogen.errors import HlogenError, InputError, UnsupportedError
+from hlogen.errors import HlogenError, InputError, ShapeError, UnsupportedError
 
 
 def read_modules(path: str) -> tuple[files.Plan, list[files.Module]]:
@@ -58,13 +59,15 @@ def declared(name: str, xla_options=()) -> backends.Backend:
     return backend.with_options(dict(map(tuple, xla_options))) if xla_options else backend
 
 
-def run_one(path: str, index: int, backend: str, explain: bool = False, xla_options=()) -> dict:
-    """Runs module `index` of `path` on `backend` (compiled with `xla_options`); the
+def run_one(path: str, index: int, backend: str, explain: bool = False, xla_options=(),
+            refined: bool = False) -> dict:
+    """Runs module `index` of `path` on `backend` (compiled with `xla_options`; `refined`:
+    a round-trip-only module with dynamic dimensions, refined: `refined_case`); the
     result record."""
     start = time.perf_counter()
     record = _new_record(path, index, backend)
     with _recording(record, start):
-        case = _load(path, index, backend, record)
+        case = _load(path, index, backend, record, refined)
         if case is not None:
             on = declared(backend, xla_options)
             _judge(case, execute(case, on), record, on, explain)
@@ -83,7 +86,8 @@ def run_batch(items: list, explain: bool = False) -> list:
         record = _new_record(item["file"], item["module"], item["backend"])
         case = None
         with _recording(record, start):
-            case = _load(item["file"], item["module"], item["backend"], record)
+            case = _load(item["file"], item["module"], item["backend"], record,
+                         item.get("refined", False))
         records.append(record)
         if case is not None:
             cases.append((record, case))
@@ -161,12 +165,14 @@ class _recording:
         return True
 
 
-def _load(path: str, index: int, backend: str, record: dict) -> Case | None:
+def _load(path: str, index: int, backend: str, record: dict, refined: bool = False) -> Case | None:
     """The module made runnable, or None when the record is already decided (skipped,
     round trip)."""
     plan, modules = read_modules(path)
     module = modules[index]
     record["line"] = module.line
+    if refined:
+        return refined_case(module, path, record)
     if not plan.interpret and not plan.disabled:
         if plan.roundtrip:
             record["backend"] = files.ROUNDTRIP
@@ -188,6 +194,38 @@ def _load(path: str, index: int, backend: str, record: dict) -> Case | None:
                      lift_constants=backends.compiles(backend))
     record.update(op=case.primary_op, ops=case.ops, types=case.element_types)
     return case
+
+
+# The size refined_case gives every dynamic dimension and dimension variable.
+DYNAMIC_SIZE = 2
+
+
+def refined_case(module: files.Module, path: str, record: dict) -> Case | None:
+    """A round-trip-only module with dynamic dimensions (StableHLO's `*_dynamic.mlir`:
+    jax's leading i64 dimension variables and `tensor<?x20x20xf32>` parameters) refined
+    with each of them DYNAMIC_SIZE (hlogen.passes.refine), with random inputs from seed 0;
+    it checks nothing (no expected values): it runs. None, with the record skipped as
+    round-tripped only, where refinement leaves it dynamic."""
+    case = load_case("\n" * (module.line - 1) + module.text, path, lift_constants=False)
+    record.update(op=case.primary_op, ops=case.ops, types=case.element_types)
+    main = case.computation.main
+    chosen = []
+    for arg in main.regions[0].blocks[0].arguments:
+        t = ir.RankedTensorType(arg.type)
+        et = T.element_type_of_mlir(str(t.element_type))
+        dims = [DYNAMIC_SIZE if d == mlir.DYNAMIC else d for d in t.shape]
+        chosen.append(np.full(dims, DYNAMIC_SIZE if et.is_integer else 0, et.dtype))
+    try:
+        refined = passes.refine(case.computation, chosen)
+    except ShapeError as e:
+        record.update(status="skipped", message=f"round-tripped only: {e}")
+        return None
+    record["refined"] = f"each dynamic dimension and dimension variable {DYNAMIC_SIZE}"
+    arguments = differential.random_inputs(refined, seed=0)
+    for i, a in enumerate(chosen):  # the dimension variables keep their values
+        if a.ndim == 0 and np.issubdtype(a.dtype, np.integer):
+            arguments[i] = a
+    return Case(refined, arguments, [], case.ops, case.element_types)
 
 
 def _judge(case: Case, results: list, record: dict, backend: str, explain: bool) -> None:

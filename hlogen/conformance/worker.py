@@ -33,6 +33,7 @@ def main() -> None:
             else:
                 answer = runner.run_one(task["file"], task["module"], task["backend"],
                                         explain=task.get("explain", False),
+                                        refined=task.get("refined", False),
                                         xla_options=task.get("xla_options", ()))
         except Exception as e:  # a bug of the runner: reported for these modules, not fatal
             message = f"runner error: {type(e).__name__}: {e}"

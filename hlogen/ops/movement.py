@@ -11,6 +11,10 @@ from __future__ import annotations
 import functools
 import math
 
+import numpy as np
+from jaxlib.mlir import ir
+
+from hlogen import mlir
 from hlogen import types as T
 from hlogen.builder import Op, same_builder
 from hlogen.errors import ShapeError
@@ -238,15 +242,22 @@ def set_dimension_size(operand, size, dimension):
     """SetDimensionSize(operand, size, dimension): marks `dimension` as dynamic, of runtime
     size `size` (an s32 scalar Op), bounded by its static size.
 
-    Emitted as stablehlo.set_dimension_size with the static (bound) type. No backend
-    hlogen runs gives XLA's results for it (the interpreter has no implementation; XLA
-    CPU returns the padding of a dynamic result as it is, and GetDimensionSize of it as
-    the bound), so compiling a module that holds it is an UnsupportedError.
+    Emitted as stablehlo.set_dimension_size with the static (bound) type: hlogen's shapes
+    hold the bound, and every backend runs it as XLA does (hlogen.dynamism): the ops after
+    it see the first `size` elements, get_dimension_size gives `size`, and a result with a
+    dynamic dimension comes back cut to its size. A constant size outside [0, bound] is a
+    ShapeError here, a computed one an ExecutionError when it runs.
     """
     shape = array_operand("set_dimension_size", "operand", operand)
     check_dimension("set_dimension_size", "dimension", dimension, shape.rank)
     if not isinstance(size, Op) or size.shape != T.Shape(T.s32, ()):
         raise ShapeError(f"set_dimension_size: size must be an s32[] Op, got {size!r}")
     same_builder("set_dimension_size", operand, size)
+    constant = mlir.defining_op(size.value, "stablehlo.constant")
+    if constant is not None:
+        value = int(np.array(ir.DenseElementsAttr(constant.attributes["value"])))
+        if not 0 <= value <= shape.dimensions[dimension]:
+            raise ShapeError(f"set_dimension_size: size {value} of dimension {dimension} of "
+                             f"{shape} is outside [0, {shape.dimensions[dimension]}] (its bound)")
     return operand.builder.add_op("stablehlo.set_dimension_size", shape, [operand, size],
                                   {"dimension": int_attr(dimension)})

@@ -17,11 +17,12 @@ import enum
 
 import numpy as np
 
-from hlogen import mlir, ops, passes, preflight, rewrites
+from hlogen import dynamism, mlir, ops, passes, preflight, rewrites
 from hlogen import types as T
-from hlogen.backends import Backend
+from hlogen.backends import Backend, Kind
 from hlogen.builder import Builder, Op
 from hlogen.computation import Computation
+from hlogen.errors import ShapeError
 from hlogen.ops import tuples
 
 
@@ -56,8 +57,9 @@ class Prepared:
     """A module ready for a backend and how to turn its raw results into leaf arrays."""
 
     def __init__(self, computation: Computation, original_results: list,
-                 read_leaf: list[Reading]):
+                 read_leaf: list[Reading], cut=None):
         self.computation = computation
+        self.cut = cut  # hlogen.dynamism.Cut of a module with dynamic dimensions, or None
         self.original_leaves = T.leaf_shapes(original_results)  # the user's result leaves
         self._read_leaf = read_leaf  # per original leaf: as _reading says
 
@@ -77,6 +79,8 @@ class Prepared:
                 elif how is Reading.CARRIER:
                     out = out.astype(leaf.dtype)
             flat.append(out)
+        if self.cut is not None:
+            flat = self.cut.apply(flat + [np.asarray(r) for r in it])
         return flat
 
 
@@ -88,21 +92,32 @@ def prepare(computation: Computation, backend: Backend, num_replicas: int = 1,
     1 is for XLA's SPMD partitioner (hlogen.xla_client)."""
     where = computation.source or computation.name
     preflight.check_module(computation.module, where)
+    left = passes.unbounded(computation.module, cached=True)
+    if left is not None:
+        raise ShapeError(f"{where}: {left} is dynamic with no bound: refine it from inputs "
+                         f"first (hlogen.passes.refine; hlogen run does with its --input)")
     preflight.check_replicas(computation.module, num_replicas, where)
     legal = passes.run(computation, "legalize")
     with mlir.context():  # what XLA reads the replica count from, besides its options
         attributes = legal.module.operation.attributes
         attributes["mhlo.num_replicas"] = mlir.int_attr(num_replicas, 32)
         attributes["mhlo.num_partitions"] = mlir.int_attr(num_partitions, 32)
+    # (legalize makes no dynamic dimension: asked of the module preflight has just read)
+    cut = dynamism.expose(legal.module) if dynamism.present(computation.module, cached=True) \
+        else None
     rewrites.rewrite_module(legal.module, backend.rewrites, num_replicas)
     read = [_reading(backend, leaf.element_type)
             for leaf in T.leaf_shapes(computation.result_shapes)]
+    if cut is not None:  # the hidden results: s32 sizes
+        read += [Reading.AS_IS] * cut.hidden
+        if backend.kind is Kind.PJRT:  # ops the rewrites made read the dynamic values too
+            dynamism.expose_again(legal.module)
     has_tuples = any(isinstance(s, T.TupleShape)
                      for s in computation.parameter_shapes + computation.result_shapes)
     if has_tuples or any(r is not Reading.AS_IS for r in read):
         legal = _wrap(legal, read)
     preflight.check_backend(legal.module, backend, where, num_replicas)
-    return Prepared(legal, computation.result_shapes, read)
+    return Prepared(legal, computation.result_shapes, read, cut)
 
 
 def _wrap(entry: Computation, read: list[Reading]) -> Computation:

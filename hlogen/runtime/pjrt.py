@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 
-from hlogen import backends
+from hlogen import backends, dynamism
 from hlogen import types as T
 from hlogen.backends import Backend, Kind
 from hlogen.computation import Computation
@@ -153,6 +153,9 @@ class Executable:
         self.options_key = _jaxlib.compile_options_key(devices, xla_options,
                                                        backend.identity_key())
         start = time.perf_counter()
+        self._cut = None  # hlogen.dynamism.Cut: how results are cut to their runtime sizes
+        if dynamism.present(computation.module, cached=True):
+            disk_cache = None  # the cut comes from hlogen's pipeline, which a hit skips
         self._loaded = self._load_or_compile(pjrt, disk_cache)
         self.compile_seconds = time.perf_counter() - start
         # PJRT results are read as they are, one per leaf (execution.prepare's wrapper
@@ -162,6 +165,9 @@ class Executable:
         self._one_plain_result = (len(computation.result_shapes) == 1 and
                                   not isinstance(computation.result_shapes[0], T.TupleShape))
         if self.num_replicas > 1:
+            if self._cut is not None:
+                raise UnsupportedError(f"{computation.name}: dynamic dimensions "
+                                       f"(set_dimension_size) run on one replica")
             local = [devices[r] for r in self.local_replicas]
             self._in = [_jaxlib.ReplicatedPlacement(s.dimensions, s.dtype, devices, local)
                         for s in flat_in]
@@ -169,6 +175,9 @@ class Executable:
             return
         self._in = [_jaxlib.Placement(s.dimensions, s.dtype, self.device) for s in flat_in]
         self._out = [_jaxlib.Placement(s.dimensions, s.dtype, self.device) for s in flat_out]
+        if self._cut is not None:  # results cut on the host: jax's dispatch cannot
+            self._dispatch = self._run
+            return
         # Tuple parameters are passed as Python tuples, which jax's dispatch would flatten
         # on its own terms: those calls stay on the Python path.
         self._dispatch = (_jaxlib.fast_path(computation.name, self._run_and_describe)
@@ -196,6 +205,7 @@ class Executable:
                     pass  # written by an XLA that serializes differently: compile again
             self.cache_outcome = "miss"
         prepared = prepare(self.computation, self.declaration, self.num_replicas)
+        self._cut = prepared.cut
         try:
             loaded = _jaxlib.compile(pjrt, prepared.computation.to_bytecode(), self.devices,
                                      xla_options=self.xla_options)
@@ -293,6 +303,10 @@ class Executable:
         arrays = flatten_arguments(self.computation, args)
         device_arrays = [p.put(a) for p, a in zip(self._in, arrays)]
         try:
+            if self._cut is not None:
+                raw = _jaxlib.execute(self._loaded, device_arrays,
+                                      len(self._out) + self._cut.hidden)
+                return self._cut.apply([np.asarray(r) for r in raw], compact=True)
             return _jaxlib.execute(self._loaded, device_arrays, len(self._out))
         except _jaxlib.JaxRuntimeError as e:
             raise ExecutionError(f"{self.computation.name} failed on {self.backend}: {e}") from None

@@ -43,7 +43,7 @@ import numpy as np
 
 from hlogen import backends, native, ops
 from hlogen import types as T
-from hlogen.backends import XLA_REFUSES, XLA_REFUSES_TYPES, Backend, Kind
+from hlogen.backends import XLA_REFUSES_TYPES, XLA_REFUSES_UNMEASURED, Backend, Kind
 from hlogen.builder import Builder
 from hlogen.errors import HlogenError, InputError, UnsupportedError
 from hlogen.runtime import xla_options
@@ -342,7 +342,7 @@ def _declare(found: Found, client, api_version: str) -> Backend:
         description=(f"PJRT plugin: {len(devices)} {identity['device_kind']} device(s) on "
                      f"platform {client.platform}, {found.library}"
                      + (f" ({found.version})" if found.version else "")),
-        refuses=XLA_REFUSES, refuses_types=XLA_REFUSES_TYPES, identity=identity))
+        refuses=XLA_REFUSES_UNMEASURED, refuses_types=XLA_REFUSES_TYPES, identity=identity))
     _loaded[found.name] = backend
     backends.UNAVAILABLE.pop(found.name, None)
     return backend

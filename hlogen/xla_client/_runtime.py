@@ -354,6 +354,7 @@ class LoadedExecutable:
         self.client = client
         self._loaded = loaded
         self._computation = prepared.computation
+        self._cut = prepared.cut  # results with dynamic dimensions: cut on the host
         self._devices = list(loaded.local_devices())
         self._parameters = T.leaf_shapes(prepared.computation.parameter_shapes)
         self._partitions = partitions
@@ -406,12 +407,19 @@ class LoadedExecutable:
                              f"{len(self._devices)} (replicas x partitions): use "
                              f"execute_sharded_on_local_devices")
         joined = self._arguments(arguments, self._devices[0])
-        return [Buffer(per_device[0], self.client) for per_device in self._run(joined)]
+        results = [per_device[0] for per_device in self._run(joined)]
+        if self._cut is not None:  # XLA's dynamic results hold their elements first
+            results = [_put(a, self._devices[0]) for a in
+                       self._cut.apply([np.asarray(r) for r in results], compact=True)]
+        return [Buffer(r, self.client) for r in results]
 
     def execute_sharded_on_local_devices(self, arguments) -> list[list[Buffer]]:
         """`arguments[i][d]`: argument i of local device d (in local_devices() order).
         Returns `results[j][d]`: result j of device d."""
         arguments = [list(a) for a in arguments]
+        if self._cut is not None:
+            raise UnsupportedError(f"{self._computation.name}: dynamic dimensions "
+                                   f"(set_dimension_size) run on one device (execute)")
         if any(len(a) != len(self._devices) for a in arguments):
             raise InputError(f"execute_sharded_on_local_devices: each argument needs one value "
                              f"per local device ({len(self._devices)}), got "

@@ -597,10 +597,12 @@ def SetDimensionSize(operand, val, dimension):
 @_public
 @xla_op()
 def RemoveDynamicDimension(operand, dimension):
-    """The operand itself: hlogen's dimensions are all static already."""
-    check_dimension("RemoveDynamicDimension", "dimension", dimension,
-                    array_operand("RemoveDynamicDimension", "operand", operand).rank)
-    return operand
+    """XLA's: SetDimensionSize to the bound, the whole dimension again (the elements past
+    the former size are the padding, whatever the backend holds there)."""
+    shape = array_operand("RemoveDynamicDimension", "operand", operand)
+    check_dimension("RemoveDynamicDimension", "dimension", dimension, shape.rank)
+    return _ops.set_dimension_size(
+        operand, operand.builder.constant(np.int32(shape.dimensions[dimension])), dimension)
 
 
 @_public
