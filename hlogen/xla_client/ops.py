@@ -26,11 +26,13 @@ from hlogen.builder import Op, apply
 from hlogen.errors import ShapeError, UnsupportedError
 from hlogen.ops._common import COMPLEX, FLOAT, array_operand, check_dimension, check_kind
 from hlogen.ops.convolution import ConvDimensionNumbers
+from hlogen.ops.elementwise import ACCURACY_OPS, ResultAccuracy
 from hlogen.ops.linalg import DotDimensionNumbers
-from hlogen.xla_client import _linalg
+from hlogen.xla_client import _linalg, _special
 from hlogen.xla_client._builder import XlaBuilder, as_built, computation_of, xla_op
 from hlogen.xla_client._protos import (ChannelHandle_ChannelType, CustomCallApiVersion,
                                        CustomCallSchedule, FftType, Precision, RandomAlgorithm,
+                                       ResultAccuracy_Mode,
                                        TriangularSolveOptions_Transpose, enum_value,
                                        make_convolution_dimension_numbers,
                                        make_dot_dimension_numbers)
@@ -200,7 +202,6 @@ _REFUSED = {
                           "library; CHLO has only BesselI1e"),
     "Igamma": (("a", "x"), _SERIES), "Igammac": (("a", "x"), _SERIES),
     "IgammaGradA": (("a", "x"), _SERIES), "RandomGammaGrad": (("a", "x"), _SERIES),
-    "RegularizedIncompleteBeta": (("a", "b", "x"), _SERIES),
     "OutfeedWithToken": (("operand", "token", "shape_with_layout", "outfeed_config"), _NO_QUEUE),
     "SendToHost": (("operand", "token", "shape_with_layout", "handle"), _NO_QUEUE),
     "RecvFromHost": (("token", "shape", "handle"), _NO_QUEUE),
@@ -213,7 +214,22 @@ def _make_binary(op):
     return binary
 
 
+def _accuracy(result_accuracy, op_name: str):
+    """hlogen's ResultAccuracy of XLA's (None or any object with its fields)."""
+    if result_accuracy is None:
+        return None
+    mode = enum_value(ResultAccuracy_Mode, getattr(result_accuracy, "mode", 0),
+                      f"{op_name}: result_accuracy.mode")
+    return ResultAccuracy(mode.name, getattr(result_accuracy, "atol", 0.0),
+                          getattr(result_accuracy, "rtol", 0.0), getattr(result_accuracy, "ulps", 0))
+
+
 def _make_unary(op):
+    if op.__name__ in ACCURACY_OPS:
+        def accurate(operand, result_accuracy=None):
+            return op(operand, result_accuracy=_accuracy(result_accuracy, op.__name__))
+        return accurate
+
     def unary(operand):
         return op(operand)
     return unary
@@ -724,6 +740,13 @@ def _family(et: T.ElementType) -> str:
 @xla_op()
 def Fft(operand, fft_type, fft_length):
     return _ops.fft(operand, enum_value(FftType, fft_type, "Fft: fft_type").name, fft_length)
+
+
+@_public
+@xla_op()
+def RegularizedIncompleteBeta(a, b, x):
+    """I_x(a, b), the regularized incomplete beta function (hlogen.xla_client._special)."""
+    return _special.regularized_incomplete_beta(a, b, x)
 
 
 @_public
