@@ -132,6 +132,11 @@ class Buffer:
         self._array = array
         self.client = client
 
+    def __getattr__(self, name):  # the rest is the jax array's (jaxlib 0.6 returned those)
+        if name in Buffer.__slots__:  # not set yet (a copy being made)
+            raise AttributeError(name)
+        return getattr(self._array, name)
+
     def to_py(self) -> np.ndarray:
         return np.asarray(self._array)
 
