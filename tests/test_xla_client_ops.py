@@ -325,6 +325,36 @@ def test_optimization_barrier_of_a_tuple_barriers_its_leaves():
         check(list(got), -x, y, x)
 
 
+def _next_after_reference(x, y, dtype):
+    """The neighbour of x toward y among every value of the 8-bit type (0 for no -0)."""
+    values = np.unique(np.arange(256, dtype=np.uint8).view(dtype).astype(np.float64))
+    values = values[~np.isnan(values)]
+    out = []
+    for a, b in zip(x.astype(np.float64), y.astype(np.float64)):
+        out.append(np.nan if np.isnan(a) or np.isnan(b) else b if a == b else
+                   values[values > a].min() if b > a else values[values < a].max())
+    return np.array(out)
+
+
+@pytest.mark.parametrize("dtype", [ml_dtypes.float8_e3m4, ml_dtypes.float8_e4m3,
+                                   ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e4m3fnuz,
+                                   ml_dtypes.float8_e4m3b11fnuz, ml_dtypes.float8_e5m2,
+                                   ml_dtypes.float8_e5m2fnuz])
+def test_next_after_of_8_bit_floats_steps_to_the_neighbouring_value(dtype):
+    every = np.arange(256, dtype=np.uint8).view(dtype)
+    finite = every[np.isfinite(every.astype(np.float32))]
+    big = float(ml_dtypes.finfo(dtype).max)
+    x = np.repeat(finite, 2)
+    y = np.tile(np.array([big, -big], np.float32), len(finite)).astype(dtype)
+    c = xc.XlaBuilder("next_after")
+    xops.NextAfter(*[xops.Parameter(c, i, xc.shape_from_pyval(v)) for i, v in enumerate((x, y))])
+    comp = c.build()
+    expected = _next_after_reference(x, y, dtype)
+    for backend in ("cpu", "interpret"):
+        got = hg.compile(comp.computation, backend=backend)(x, y)
+        np.testing.assert_array_equal(got.astype(np.float64), expected)
+
+
 # -- RegularizedIncompleteBeta, from hlogen ops --------------------------------------------
 
 @covers("RegularizedIncompleteBeta")
