@@ -27,6 +27,7 @@ import threading
 from typing import Callable, Mapping
 
 from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import stablehlo
 
 from hlogen import decompositions, mlir, random_bits
 from hlogen import types as T
@@ -240,7 +241,6 @@ _ACCURACY_OPS = ("exponential", "exponential_minus_one", "log", "log_plus_one", 
 def _tolerance(op) -> bool:
     if "result_accuracy" not in op.attributes:
         return False
-    from jaxlib.mlir.dialects import stablehlo  # here: only a module that has the attribute needs it
     return stablehlo.ResultAccuracyAttr(op.attributes["result_accuracy"]).mode == "TOLERANCE"
 
 

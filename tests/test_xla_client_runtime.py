@@ -80,6 +80,29 @@ def test_buffers():
         BACKEND.buffer_from_pyval((1, 2.5))
 
 
+def _aligned(n):
+    """An f32 array of n ones whose data is 128-byte aligned (what XLA CPU may alias)."""
+    storage = np.empty(n + 32, np.float32)
+    start = (-storage.ctypes.data % 128) // 4
+    x = storage[start:start + n]
+    x[:] = 1
+    return x
+
+
+def test_buffers_copy_a_numpy_array_unless_zero_copy_is_asked_for():
+    during_call = xc.HostBufferSemantics.IMMUTABLE_ONLY_DURING_CALL
+    for kwargs in ({"host_buffer_semantics": during_call}, {"force_copy": True},
+                   {"host_buffer_semantics": xc.HostBufferSemantics.IMMUTABLE_UNTIL_TRANSFER_COMPLETES}):
+        x = _aligned(1024)
+        buf = BACKEND.buffer_from_pyval(x, **kwargs)
+        x[:] = 5  # the caller's array is the caller's again once the call returns
+        np.testing.assert_array_equal(buf.to_py(), np.ones(1024, np.float32))
+        assert buf.unsafe_buffer_pointer() != x.ctypes.data
+    # ZERO_COPY (the default, as XLA's): the buffer may be the array's own memory
+    x = _aligned(1024)
+    assert BACKEND.buffer_from_pyval(x).unsafe_buffer_pointer() == x.ctypes.data
+
+
 def test_compile_and_execute():
     x, y = np.array([1, 2, 3], np.float32), np.array([4, 5, 6], np.float32)
     exe = BACKEND.compile(pair())

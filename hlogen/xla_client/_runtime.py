@@ -289,8 +289,13 @@ class Client:
     def buffer_from_pyval(self, argument, device=None, force_copy=False,
                           host_buffer_semantics=None) -> Buffer:
         """A buffer of `argument` (numpy array or value; Python numbers as numpy types
-        them) on `device` (the first local device by default)."""
+        them) on `device` (the first local device by default). As XLA's: with ZERO_COPY
+        (the default) a CPU buffer may alias an aligned numpy array, which must then not
+        change; other semantics, or `force_copy`, copy it first."""
         device = self._raw.local_devices()[0] if device is None else _raw_device(device)
+        zero_copy = host_buffer_semantics in (None, _xc.HostBufferSemantics.ZERO_COPY)
+        if isinstance(argument, np.ndarray) and (force_copy or not zero_copy):
+            argument = argument.copy()  # jax's put aliases aligned arrays on the CPU
         return Buffer(_put(argument, device), self)
 
     def _channel(self, kind: ChannelHandle_ChannelType) -> ChannelHandle:
