@@ -262,3 +262,30 @@ def test_compile_failures_are_xla_runtime_errors():
     with pytest.raises(xc.XlaRuntimeError, match="nobody_registered_this") as caught:
         BACKEND.compile(c.build())
     assert isinstance(caught.value, hg.ExecutionError)
+
+
+def test_execute_sharded_dlpack_and_cost_analysis_as_jaxlib_0_6_had_them():
+    exe = BACKEND.compile(pair())
+    x, y = np.array([1, 2, 3], np.float32), np.array([4, 5, 6], np.float32)
+    results = exe.execute_sharded([[BACKEND.buffer_from_pyval(x)], BACKEND.buffer_from_pyval(y)])
+    (total, product) = results.disassemble_into_single_device_arrays()
+    assert isinstance(total[0], xc.ArrayImpl) and len(total) == len(product) == 1
+    np.testing.assert_array_equal(np.asarray(total[0]), x + y)
+    np.testing.assert_array_equal(np.asarray(product[0]), x * y)
+    with pytest.raises(hg.UnsupportedError, match="no token result to consume"):
+        exe.execute_sharded([[x], [y]], with_tokens=True).consume_token()
+    # DLPack: a capsule of the buffer's memory, and a buffer of a capsule (once only)
+    buf = BACKEND.buffer_from_pyval(np.arange(6, dtype=np.int32).reshape(2, 3))
+    capsule = xc._xla.buffer_to_dlpack_managed_tensor(buf)
+    assert type(capsule).__name__ == "PyCapsule"
+    back = xc._xla.dlpack_managed_tensor_to_buffer(capsule, BACKEND.local_devices()[0], None)
+    assert isinstance(back, xc.ArrayImpl)
+    np.testing.assert_array_equal(back.to_py(), np.arange(6).reshape(2, 3))
+    with pytest.raises(RuntimeError, match="consumed at most once"):
+        xc._xla.dlpack_managed_tensor_to_buffer(capsule, BACKEND, None)  # the old form
+    again = xc._xla.dlpack_managed_tensor_to_buffer(xc._xla.buffer_to_dlpack_managed_tensor(buf),
+                                                    BACKEND, None)
+    np.testing.assert_array_equal(np.asarray(again), np.arange(6).reshape(2, 3))
+    # XLA's cost analysis of the HLO module: a multiply and an add of 3 elements each
+    analysis = xc._xla.hlo_module_cost_analysis(BACKEND, pair().as_hlo_module())
+    assert analysis["flops"] == 6.0

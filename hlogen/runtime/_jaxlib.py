@@ -46,6 +46,11 @@ from jax.extend.backend import get_backend
 from jax.sharding import Mesh, NamedSharding, PartitionSpec, SingleDeviceSharding
 
 JaxRuntimeError = jax.errors.JaxRuntimeError
+# DLPack capsules of device arrays and back, and XLA's cost analysis of an HLO module
+# (jaxlib 0.6's xla_client._xla had them)
+buffer_to_dlpack_managed_tensor = _jax.buffer_to_dlpack_managed_tensor
+dlpack_managed_tensor_to_buffer = _jax.dlpack_managed_tensor_to_buffer
+hlo_module_cost_analysis = _jax.hlo_module_cost_analysis
 # whether arrays and executables record the Python stack (xla_client.tracebacks)
 tracebacks_enabled = _jax.tracebacks_enabled
 set_tracebacks_enabled = _jax.set_tracebacks_enabled

@@ -40,9 +40,12 @@ from hlogen.xla_client._protos import (ChannelHandle, ChannelHandle_ChannelType,
                                        make_replica_groups, window_padding_type_to_pad_values)
 from hlogen.xla_client._runtime import (Buffer, Client, CompileOptions, Device, DeviceAssignment,
                                         ExecutableBuildOptions, LoadedExecutable,
-                                        XlaRuntimeError, execute_with_python_values,
+                                        XlaRuntimeError, buffer_to_dlpack_managed_tensor,
+                                        dlpack_managed_tensor_to_buffer,
+                                        execute_with_python_values,
                                         execute_with_python_values_replicated,
-                                        get_local_backend, make_cpu_client)
+                                        get_local_backend, hlo_module_cost_analysis,
+                                        make_cpu_client)
 from hlogen.xla_client._types import (DTYPE_TO_XLA_ELEMENT_TYPE, XLA_ELEMENT_TYPE_TO_DTYPE,
                                       PrimitiveType, ProgramShape, Shape, dtype_to_etype,
                                       shape_from_pyval)
@@ -82,6 +85,9 @@ _xla = SimpleNamespace(
     Device=Device, CompileOptions=CompileOptions, DeviceAssignment=DeviceAssignment,
     OpSharding=OpSharding, HloSharding=HloSharding, XlaRuntimeError=XlaRuntimeError,
     ResultAccuracy=ResultAccuracy, ResultAccuracy_Mode=ResultAccuracy_Mode,
+    buffer_to_dlpack_managed_tensor=buffer_to_dlpack_managed_tensor,
+    dlpack_managed_tensor_to_buffer=dlpack_managed_tensor_to_buffer,
+    hlo_module_cost_analysis=hlo_module_cost_analysis,
     mlir=SimpleNamespace(xla_computation_to_mlir_module=xla_computation_to_mlir_module,
                          mlir_module_to_xla_computation=mlir_module_to_xla_computation,
                          hlo_to_stablehlo=_jaxlib.hlo_to_stablehlo))

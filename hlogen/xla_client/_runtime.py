@@ -418,6 +418,12 @@ class LoadedExecutable:
         joined = self._arguments(arguments, self._devices[0])
         return [Buffer(per_device[0], self.client) for per_device in self._run(joined)]
 
+    def execute_sharded(self, arguments, with_tokens: bool = False) -> ExecuteResults:
+        """`arguments[i]`: argument i, a list of one buffer per local device (or one
+        buffer, on a one-device executable)."""
+        return ExecuteResults(self.execute_sharded_on_local_devices(
+            [a if isinstance(a, (list, tuple)) else [a] for a in arguments]))
+
     def execute_sharded_on_local_devices(self, arguments) -> list[list[Buffer]]:
         """`arguments[i][d]`: argument i of local device d (in local_devices() order).
         Returns `results[j][d]`: result j of device d."""
@@ -431,6 +437,47 @@ class LoadedExecutable:
         joined = [_jaxlib.join_shards([args[i] for args in per_device], self._devices)
                   for i in range(len(arguments))]
         return [[Buffer(a, self.client) for a in per_device] for per_device in self._run(joined)]
+
+
+# -- DLPack and cost analysis (jaxlib 0.6's xla_client._xla) --------------------------------
+
+def buffer_to_dlpack_managed_tensor(buffer, stream=None):
+    """A DLPack capsule of the buffer's device memory (no copy)."""
+    array = buffer._array if isinstance(buffer, Buffer) else buffer
+    return _jaxlib.buffer_to_dlpack_managed_tensor(array, stream)
+
+
+def dlpack_managed_tensor_to_buffer(tensor, device, stream=None):
+    """The Buffer of a DLPack capsule on `device`; the old form (tensor, cpu_backend,
+    gpu_backend) takes it on the CPU backend's first device."""
+    if isinstance(device, Client):
+        device = device.local_devices()[0]
+        stream = None
+    raw = _raw_device(device)
+    return Buffer(_jaxlib.dlpack_managed_tensor_to_buffer(tensor, raw, stream),
+                  _client(raw.platform))
+
+
+def hlo_module_cost_analysis(client, module) -> dict:
+    """XLA's cost analysis (flops, bytes accessed, ...) of an HLO module on `client`."""
+    raw = client._raw if isinstance(client, Client) else client
+    return _jaxlib.hlo_module_cost_analysis(raw, module)
+
+
+class ExecuteResults:
+    """What `execute_sharded` returns (jaxlib 0.6's form, over which `execute` was built):
+    the results of every device."""
+
+    def __init__(self, per_result: list):
+        self._per_result = per_result
+
+    def disassemble_into_single_device_arrays(self) -> list[list[Buffer]]:
+        """`results[j][d]`: result j on device d."""
+        return self._per_result
+
+    def consume_token(self):
+        raise UnsupportedError("execute_sharded(with_tokens=True): tokens do not cross the host "
+                               "boundary in hlogen, so there is no token result to consume")
 
 
 def execute_with_python_values(executable, arguments, backend) -> list[np.ndarray]:
