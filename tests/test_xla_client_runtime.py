@@ -272,8 +272,14 @@ def test_execute_sharded_dlpack_and_cost_analysis_as_jaxlib_0_6_had_them():
     assert isinstance(total[0], xc.ArrayImpl) and len(total) == len(product) == 1
     np.testing.assert_array_equal(np.asarray(total[0]), x + y)
     np.testing.assert_array_equal(np.asarray(product[0]), x * y)
-    with pytest.raises(hg.UnsupportedError, match="no token result to consume"):
-        exe.execute_sharded([[x], [y]], with_tokens=True).consume_token()
+    # the token of an execution is its completion
+    token = exe.execute_sharded([[x], [y]], with_tokens=True).consume_token()
+    assert token.block_until_ready() is None and token.get_token(0).block_until_ready() is None
+    results, token = xc.LoadedExecutable_execute_with_token(exe, [x, y])
+    token.block_until_ready()
+    np.testing.assert_array_equal(results[1].to_py(), x * y)
+    with pytest.raises(xc.XlaRuntimeError, match="UNIMPLEMENTED"):  # the CPU has no stream
+        BACKEND.local_devices()[0].get_stream_for_external_ready_events()
     # DLPack: a capsule of the buffer's memory, and a buffer of a capsule (once only)
     buf = BACKEND.buffer_from_pyval(np.arange(6, dtype=np.int32).reshape(2, 3))
     capsule = xc._xla.buffer_to_dlpack_managed_tensor(buf)

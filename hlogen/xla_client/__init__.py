@@ -72,6 +72,7 @@ float8_e5m2fnuz = ml_dtypes.float8_e5m2fnuz
 ResultAccuracyMode = ResultAccuracy_Mode
 ArrayImpl = Array = Buffer  # what execute returns: an array on one device
 LoadedExecutable_execute = LoadedExecutable.execute
+LoadedExecutable_execute_with_token = LoadedExecutable.execute_with_token
 xla_platform_names = {"cpu": "Host", "gpu": "CUDA"}
 logger = logging.getLogger(__name__)
 for _name, _why in REFUSED.items():
@@ -110,6 +111,7 @@ __all__ = [
     "ResultAccuracy", "ResultAccuracyMode", "ArrayImpl", "Array", "ShapeIndex", "Traceback",
     "Frame", "tracebacks", "PjRtLayout", "Layout", "AutotuneCacheMode", "DeviceList", "Memory",
     "Sharding", "NamedSharding", "SingleDeviceSharding", "GSPMDSharding", "ArrayCopySemantics",
-    "CustomCallTargetTraits", "LoadedExecutable_execute", "xla_platform_names", "logger",
+    "CustomCallTargetTraits", "LoadedExecutable_execute", "LoadedExecutable_execute_with_token",
+    "xla_platform_names", "logger",
     *REFUSED,
 ]

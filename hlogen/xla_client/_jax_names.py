@@ -126,8 +126,6 @@ REFUSED = {
     "load_pjrt_plugin_with_c_api": _PLUGINS, "pjrt_plugin_initialized": _PLUGINS,
     "initialize_pjrt_plugin": _PLUGINS,
     "PmapSharding": "jax removed PmapSharding; NamedSharding is jax's sharding of arrays",
-    "LoadedExecutable_execute_with_token": ("tokens do not cross the host boundary in hlogen "
-                                            "(PJRT's token results are not returned)"),
     "CustomCallHandler": _CUSTOM_CALLS, "register_custom_call_target": _CUSTOM_CALLS,
     "register_custom_call_handler": _CUSTOM_CALLS,
     "CustomTypeIdHandler": _CUSTOM_CALLS, "register_custom_type_id": _CUSTOM_CALLS,

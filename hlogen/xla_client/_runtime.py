@@ -110,6 +110,14 @@ class Device:
             if self._device in array.devices():
                 array.block_until_ready()
 
+    def get_stream_for_external_ready_events(self):
+        """The device's stream (DLPack's consumers ask for it); XLA's error, as jaxlib 0.6
+        raised it, where the device has none (CPUs)."""
+        try:
+            return self._device.get_stream_for_external_ready_events()
+        except _jaxlib.JaxRuntimeError as e:
+            raise XlaRuntimeError(str(e)) from None
+
     def transfer_to_infeed(self, literal) -> None:
         raise UnsupportedError("transfer_to_infeed: jaxlib's PJRT client has no infeed queue "
                                "to fill")
@@ -418,6 +426,11 @@ class LoadedExecutable:
         joined = self._arguments(arguments, self._devices[0])
         return [Buffer(per_device[0], self.client) for per_device in self._run(joined)]
 
+    def execute_with_token(self, arguments, device=None) -> tuple:
+        """`execute`, and the token of the execution's completion."""
+        results = self.execute(arguments)
+        return results, ExecutionToken([results])
+
     def execute_sharded(self, arguments, with_tokens: bool = False) -> ExecuteResults:
         """`arguments[i]`: argument i, a list of one buffer per local device (or one
         buffer, on a one-device executable)."""
@@ -464,9 +477,26 @@ def hlo_module_cost_analysis(client, module) -> dict:
     return _jaxlib.hlo_module_cost_analysis(raw, module)
 
 
+class ExecutionToken:
+    """The completion of an execution (jaxlib 0.6's execute_with_token and
+    execute_sharded(with_tokens=True) returned one per run): `block_until_ready` waits for
+    it; `get_token(d)` is the part of device d."""
+
+    def __init__(self, per_device: list):
+        self._per_device = per_device  # the result buffers of each device
+
+    def block_until_ready(self) -> None:
+        for buffers in self._per_device:
+            for b in buffers:
+                b.block_until_ready()
+
+    def get_token(self, device: int) -> "ExecutionToken":
+        return ExecutionToken([self._per_device[device]])
+
+
 class ExecuteResults:
     """What `execute_sharded` returns (jaxlib 0.6's form, over which `execute` was built):
-    the results of every device."""
+    the results of every device, and the token of the execution's completion."""
 
     def __init__(self, per_result: list):
         self._per_result = per_result
@@ -475,9 +505,8 @@ class ExecuteResults:
         """`results[j][d]`: result j on device d."""
         return self._per_result
 
-    def consume_token(self):
-        raise UnsupportedError("execute_sharded(with_tokens=True): tokens do not cross the host "
-                               "boundary in hlogen, so there is no token result to consume")
+    def consume_token(self) -> ExecutionToken:
+        return ExecutionToken([list(per_device) for per_device in zip(*self._per_result)])
 
 
 def execute_with_python_values(executable, arguments, backend) -> list[np.ndarray]:
