@@ -295,3 +295,15 @@ def test_execute_sharded_dlpack_and_cost_analysis_as_jaxlib_0_6_had_them():
     # XLA's cost analysis of the HLO module: a multiply and an add of 3 elements each
     analysis = xc._xla.hlo_module_cost_analysis(BACKEND, pair().as_hlo_module())
     assert analysis["flops"] == 6.0
+
+
+def test_live_buffers_are_the_clients_own_newest_first():
+    made = [BACKEND.buffer_from_pyval(np.float32(i)) for i in range(3)]
+    assert BACKEND.live_buffers()[:3] == made[::-1]  # Buffers compare by identity
+    made[1].delete()
+    assert BACKEND.live_buffers()[:2] == [made[2], made[0]]
+    assert made[1] not in BACKEND.live_buffers()
+    dropped = id(made.pop())
+    assert all(id(b) != dropped for b in BACKEND.live_buffers())
+    # XLA's registry of custom-call targets, as jaxlib 0.6 read it
+    assert isinstance(xc.custom_call_targets("Host"), dict)

@@ -51,6 +51,7 @@ from hlogen.xla_client._types import (DTYPE_TO_XLA_ELEMENT_TYPE, XLA_ELEMENT_TYP
                                       shape_from_pyval)
 from hlogen.xla_client._jax_names import (REFUSED, ArrayCopySemantics, AutotuneCacheMode,
                                           CustomCallTargetTraits, DeviceList, Frame,
+                                          custom_call_targets,
                                           GSPMDSharding, Layout, Memory, NamedSharding,
                                           PjRtLayout, Refused, ShapeIndex, Sharding,
                                           SingleDeviceSharding, Traceback, tracebacks)
@@ -112,6 +113,6 @@ __all__ = [
     "Frame", "tracebacks", "PjRtLayout", "Layout", "AutotuneCacheMode", "DeviceList", "Memory",
     "Sharding", "NamedSharding", "SingleDeviceSharding", "GSPMDSharding", "ArrayCopySemantics",
     "CustomCallTargetTraits", "LoadedExecutable_execute", "LoadedExecutable_execute_with_token",
-    "xla_platform_names", "logger",
+    "xla_platform_names", "logger", "custom_call_targets",
     *REFUSED,
 ]

@@ -87,6 +87,7 @@ NamedSharding = _jaxlib.xla_client.NamedSharding
 SingleDeviceSharding = _jaxlib.xla_client.SingleDeviceSharding
 GSPMDSharding = _jaxlib.xla_client.GSPMDSharding
 ArrayCopySemantics = _jaxlib.xla_client.ArrayCopySemantics
+custom_call_targets = _jaxlib.xla_client.custom_call_targets  # XLA's registry, by platform
 
 
 @contextlib.contextmanager
@@ -132,7 +133,6 @@ REFUSED = {
     "register_custom_type_id_handler": _CUSTOM_CALLS,
     "register_custom_call_partitioner": _RUNTIME, "encode_inspect_sharding_callback": _RUNTIME,
     "hlo_sharding_util": _RUNTIME, "register_custom_call_as_batch_partitionable": _RUNTIME,
-    "custom_call_targets": _CUSTOM_CALLS,
     "heap_profile": "use jax.profiler.device_memory_profile (jax's heap profile of the client)",
     "array_result_handler": _RUNTIME, "batched_copy_array_to_devices_with_sharding": _RUNTIME,
     "batched_device_put": _RUNTIME, "reorder_shards": _RUNTIME,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import re
+import weakref
 
 import numpy as np
 
@@ -134,11 +135,12 @@ def _raw_device(device):
 class Buffer:
     """An array on one device (a jax array): `to_py()` (or np.asarray) copies it out."""
 
-    __slots__ = ("_array", "client")
+    __slots__ = ("_array", "client", "__weakref__")
 
     def __init__(self, array, client: "Client"):
         self._array = array
         self.client = client
+        client._made.append(weakref.ref(self))
 
     def __getattr__(self, name):  # the rest is the jax array's (jaxlib 0.6 returned those)
         if name in Buffer.__slots__:  # not set yet (a copy being made)
@@ -265,6 +267,13 @@ class Client:
     def __init__(self, raw):
         self._raw = raw
         self._channels = itertools.count(1)
+        self._made: list = []  # weak references to the buffers made through this client
+
+    def live_buffers(self) -> list[Buffer]:
+        """The buffers made through this client (buffer_from_pyval, execute) that are
+        neither deleted nor freed, the newest first."""
+        self._made = [r for r in self._made if r() is not None and not r().is_deleted()]
+        return [r() for r in reversed(self._made)]
 
     def __getattr__(self, name):
         return getattr(self._raw, name)
