@@ -234,23 +234,26 @@ def _ordered_complex(op) -> bool:
 
 
 # StableHLO's ops that carry a result_accuracy (hg.ResultAccuracy, XlaBuilder's ResultAccuracy)
-_ACCURACY_OPS = ("exponential", "exponential_minus_one", "log", "log_plus_one", "logistic",
-                 "rsqrt", "sqrt", "cbrt", "sine", "cosine", "tan", "tanh")
+_ACCURACY_OPS = frozenset(f"stablehlo.{name}" for name in (
+    "exponential", "exponential_minus_one", "log", "log_plus_one", "logistic", "rsqrt", "sqrt",
+    "cbrt", "sine", "cosine", "tan", "tanh"))
 
 
-def _tolerance(op) -> bool:
-    if "result_accuracy" not in op.attributes:
-        return False
-    return stablehlo.ResultAccuracyAttr(op.attributes["result_accuracy"]).mode == "TOLERANCE"
-
-
-def _tolerance_refused(backend: str) -> dict:
-    """A tolerance that `backend` runs without checking it: its one implementation of each
-    op, whatever the tolerance (HIGHEST is that implementation; DEFAULT as well)."""
+def _tolerance_refusal(backend: str):
+    """refuses_module of a backend that runs one implementation of each op whatever the
+    tolerance asked, without checking it (HIGHEST is that implementation; DEFAULT as well).
+    A module check, not a refusal of the ops: what a backend runs of them is unchanged."""
     why = (f"result_accuracy in TOLERANCE mode: {backend} has one implementation of this op "
            f"and runs it whatever the tolerance, without checking it, so the tolerance cannot "
            f"be promised; ask for mode HIGHEST (that implementation) or DEFAULT")
-    return {f"stablehlo.{name}": Refusal(why, _tolerance) for name in _ACCURACY_OPS}
+
+    def refusal(module: ir.Module, num_replicas: int):
+        for op in mlir.walk(module):
+            if op.name in _ACCURACY_OPS and "result_accuracy" in op.attributes and \
+                    stablehlo.ResultAccuracyAttr(op.attributes["result_accuracy"]).mode == "TOLERANCE":
+                return op, why
+        return None
+    return refusal
 
 
 def _loop_in_map(op) -> bool:
@@ -330,10 +333,10 @@ XLA_REFUSES_TYPES = {"f6e2m3fn": _NO_F6, "f6e3m2fn": _NO_F6}
 CPU = declare(Backend(
     name="cpu", kind=Kind.PJRT, platform="cpu", words="XLA (PJRT)",
     description="XLA CPU, jaxlib's PJRT client",
+    refuses=XLA_REFUSES, refuses_types=XLA_REFUSES_TYPES,
     # jaxlib 0.10.2's XLA CPU runs exp with atol = rtol = 1e-60 (TPUs alone choose by
     # tolerance, and fail where none meets it)
-    refuses={**XLA_REFUSES, **_tolerance_refused("XLA CPU")},
-    refuses_types=XLA_REFUSES_TYPES))
+    refuses_module=_tolerance_refusal("XLA CPU")))
 GPU = declare(Backend(
     name="gpu", kind=Kind.PJRT, platform="gpu", words="XLA (PJRT)",
     description="XLA GPU, jaxlib's PJRT client (the extra hlogen[cuda])", refuses=XLA_REFUSES,
@@ -406,6 +409,7 @@ def _parallel_runner_refusal(module: ir.Module, num_replicas: int):
 
 
 _LACKS = "the interpreter has no usable implementation of it (it aborts, or does not finish)"
+_interpreter_tolerance = _tolerance_refusal("the reference interpreter")
 _MAX_TO_ZERO = "the reference interpreter rounds results equal to the largest finite value (±{}) to 0"
 
 INTERPRET = declare(Backend(
@@ -430,7 +434,6 @@ INTERPRET = declare(Backend(
                                        "(it has none)", _complex_operands),
         "stablehlo.compare": Refusal("the interpreter aborts on an ordered comparison of complex "
                                      "numbers (only EQ and NE compare them)", _ordered_complex),
-        **_tolerance_refused("the reference interpreter"),
     },
     refuses_types={
         "f4e2m1fn": _MAX_TO_ZERO.format(6),
@@ -440,6 +443,8 @@ INTERPRET = declare(Backend(
                       "where the type has none (negative values, zero) instead of NaN"),
     },
     dialects=("stablehlo.", "func."),
-    refuses_module=_parallel_runner_refusal,
+    refuses_module=lambda module, num_replicas: (
+        _interpreter_tolerance(module, num_replicas) or
+        _parallel_runner_refusal(module, num_replicas)),
     rewrites=(*XLA_SEMANTICS, *decompositions.RULES, *random_bits.RULES),
     readable=mlir.ATTRIBUTE_READABLE))
