@@ -19,7 +19,8 @@ calls of jax's test library (not shipped in jaxlib's wheel) are an empty registr
 the one call into jax's C++ dispatch made at import (`_xla.jax_jit...`) is left out.
 Every test of the file then runs as written.
 The figures (passed, failed, skipped by class, and why the failures fail) are in
-benchmarks/RESULTS.md, "xla_client: XLA's xla_client_test.py".
+benchmarks/RESULTS.md, "xla_client: XLA's xla_client_test.py against hlogen.xla_client and
+jaxlib 0.6.0".
 
 Every class runs under `make test` but the slow ones (marked `slow`, run with
 `pytest -m slow tests/test_xla_client_suite.py`).
@@ -37,6 +38,31 @@ import pytest
 # the rest takes about 15 s
 SLOW = {"SingleOpTest", "ComputationsWithConstantsTest", "EmbeddedComputationsTest",
         "ParametersTest"}
+
+_CUSTOM = ("jax's custom-call test library is in no wheel, so its targets are not registered "
+           "(jaxlib 0.6.0 fails these too)")
+_QUEUES = "refused: jaxlib's current PJRT client has no infeed or outfeed queue"
+_NAMES = ("jaxlib 0.10.2 names a frame by its qualified name (f.<locals>.g), jaxlib 0.6 by "
+          "the bare one")
+# the file's tests that fail here, and why (benchmarks/RESULTS.md): "Class.test" (or the
+# start of the names of a parameterized test) -> (why, strict: fails every time)
+KNOWN = {
+    **{f"ComputationsWithConstantsTest.{t}": (_CUSTOM, True) for t in (
+        "testCustomCall", "testCustomCallTypedFfiAlwaysFail", "testCustomCallTypedFfiAlwaysSucceed",
+        "testCustomCallTypedFfiSubtract", "testStatefulCustomCall")},
+    **{f"EmbeddedComputationsTest.{t}": (_QUEUES, True) for t in (
+        "testInfeedS32Values", "testInfeedTuple", "testInfeedThenOutfeedS32")},
+    "TracebackTest.testNestedFunction": (_NAMES, True),
+    "TracebackTest.testTracebacks": (_NAMES, True),
+    "TracebackTest.testTracebackFromFrames": ("fails on jaxlib 0.6.0 too (a subtest)", False),
+    "ClientTest.testHloProgramViaIfrtProgram": ("ifrt_programs: jax's runtime internals", True),
+    "ClientTest.testPluginProgramDoesNotCompile": ("ifrt_programs: jax's runtime internals", True),
+    "DeviceTest.testLocalDevices": ("the client is jax's CPU backend, with the devices it started "
+                                    "with (at least 2)", False),
+    "BufferProtocolTest.testRoundTrip_float8_e4m3b11fnuz": (
+        "random values overflow the type to NaN, which numpy 2.4 compares unequal for "
+        "ml_dtypes' types (jaxlib 0.6.0 fails them too)", False),
+}
 
 _PATH = pathlib.Path(os.environ.get("HLOGEN_XLA_CLIENT_TEST") or
                      pathlib.Path(__file__).parent / "vendor" / "xla_client_test.py")
@@ -89,5 +115,10 @@ else:
         _test.__qualname__ = _test.__name__
         if _klass.__name__ in SLOW:
             _test = pytest.mark.slow(_test)
+        for _method in [m for m in dir(_test) if m.startswith("test")]:
+            for _known, (_why, _strict) in KNOWN.items():
+                if f"{_klass.__name__}.{_method}".startswith(_known):
+                    setattr(_test, _method, pytest.mark.xfail(reason=_why, strict=_strict)(
+                        getattr(_test, _method)))
         globals()[_test.__name__] = _test
-    del _klass, _test  # not collected a second time under these names
+    del _klass, _test, _method  # not collected a second time under these names
