@@ -14,7 +14,9 @@ from hlogen.runtime import _jaxlib
 
 class Refused:
     """A name of jaxlib 0.6's xla_client without a meaning here: calling it, reading an
-    attribute of it or comparing it raises UnsupportedError with `why`."""
+    attribute of it or ordering it (`mlir_api_version >= 50`) raises UnsupportedError
+    with `why`. Truth, equality and hashing are an object's (documentation tools and
+    containers ask them)."""
 
     __slots__ = ("_name", "_why")
 
@@ -25,12 +27,7 @@ class Refused:
     def _refuse(self, *args, **kwargs):
         raise UnsupportedError(f"xla_client.{self._name}: {self._why}")
 
-    __call__ = __lt__ = __le__ = __gt__ = __ge__ = __iter__ = __len__ = __bool__ = _refuse
-
-    def __eq__(self, other):
-        return self._refuse() if not isinstance(other, Refused) else self is other
-
-    __hash__ = object.__hash__
+    __call__ = __lt__ = __le__ = __gt__ = __ge__ = _refuse
 
     def __getattr__(self, attribute: str):
         if attribute.startswith("__"):  # copy, pickle and inspect ask for these
