@@ -27,6 +27,7 @@ from hlogen.runtime.custom_calls import register_custom_call  # noqa: E402
 from hlogen.function import Function, function  # noqa: E402
 from hlogen.loading import load  # noqa: E402
 from hlogen.ops.convolution import ConvDimensionNumbers  # noqa: E402
+from hlogen.ops.elementwise import ResultAccuracy  # noqa: E402
 from hlogen.ops.linalg import DotDimensionNumbers  # noqa: E402
 from hlogen.runtime import compile, interpret, load_plugin  # noqa: E402
 from hlogen.types import (ELEMENT_TYPES, ElementType, Shape, TokenShape,  # noqa: E402
@@ -61,6 +62,6 @@ __all__ = [
     "HlogenError", "ShapeError", "InputError", "UnsupportedError",
     "ExecutionError", "ELEMENT_TYPES", "ElementType", "Shape", "TupleShape", "TokenShape",
     "element_type", "token", "tuple_shape", "ConvDimensionNumbers", "DotDimensionNumbers",
-    "register_custom_call",
+    "ResultAccuracy", "register_custom_call",
     *ELEMENT_TYPES,
 ]

@@ -27,6 +27,7 @@ import threading
 from typing import Callable, Mapping
 
 from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import stablehlo
 
 from hlogen import decompositions, dynamism, mlir, random_bits
 from hlogen import types as T
@@ -232,6 +233,29 @@ def _ordered_complex(op) -> bool:
         mlir.enum_attribute(op, "comparison_direction") not in ("EQ", "NE")
 
 
+# StableHLO's ops that carry a result_accuracy (hg.ResultAccuracy, XlaBuilder's ResultAccuracy)
+_ACCURACY_OPS = frozenset(f"stablehlo.{name}" for name in (
+    "exponential", "exponential_minus_one", "log", "log_plus_one", "logistic", "rsqrt", "sqrt",
+    "cbrt", "sine", "cosine", "tan", "tanh"))
+
+
+def _tolerance_refusal(backend: str):
+    """refuses_module of a backend that runs one implementation of each op whatever the
+    tolerance asked, without checking it (HIGHEST is that implementation; DEFAULT as well).
+    A module check, not a refusal of the ops: what a backend runs of them is unchanged."""
+    why = (f"result_accuracy in TOLERANCE mode: {backend} has one implementation of this op "
+           f"and runs it whatever the tolerance, without checking it, so the tolerance cannot "
+           f"be promised; ask for mode HIGHEST (that implementation) or DEFAULT")
+
+    def refusal(module: ir.Module, num_replicas: int):
+        for op in mlir.walk(module):
+            if op.name in _ACCURACY_OPS and "result_accuracy" in op.attributes and \
+                    stablehlo.ResultAccuracyAttr(op.attributes["result_accuracy"]).mode == "TOLERANCE":
+                return op, why
+        return None
+    return refusal
+
+
 def _loop_in_map(op) -> bool:
     # found by hlogen.differential's generator: XLA CPU's loop emitter CHECK-fails
     # ("operand_maps.size() == 1" in computation_partitioner.cc) on a while in a map
@@ -311,8 +335,11 @@ XLA_REFUSES_UNMEASURED = {**XLA_REFUSES, "stablehlo.set_dimension_size": Refusal
 
 CPU = declare(Backend(
     name="cpu", kind=Kind.PJRT, platform="cpu", words="XLA (PJRT)",
-    description="XLA CPU, jaxlib's PJRT client", refuses=XLA_REFUSES,
-    refuses_types=XLA_REFUSES_TYPES))
+    description="XLA CPU, jaxlib's PJRT client",
+    refuses=XLA_REFUSES, refuses_types=XLA_REFUSES_TYPES,
+    # jaxlib 0.10.2's XLA CPU runs exp with atol = rtol = 1e-60 (TPUs alone choose by
+    # tolerance, and fail where none meets it)
+    refuses_module=_tolerance_refusal("XLA CPU")))
 GPU = declare(Backend(
     name="gpu", kind=Kind.PJRT, platform="gpu", words="XLA (PJRT)",
     description="XLA GPU, jaxlib's PJRT client (the extra hlogen[cuda])",
@@ -386,6 +413,7 @@ def _parallel_runner_refusal(module: ir.Module, num_replicas: int):
 
 
 _LACKS = "the interpreter has no usable implementation of it (it aborts, or does not finish)"
+_interpreter_tolerance = _tolerance_refusal("the reference interpreter")
 _MAX_TO_ZERO = "the reference interpreter rounds results equal to the largest finite value (±{}) to 0"
 
 INTERPRET = declare(Backend(
@@ -418,6 +446,8 @@ INTERPRET = declare(Backend(
                       "where the type has none (negative values, zero) instead of NaN"),
     },
     dialects=("stablehlo.", "func."),
-    refuses_module=_parallel_runner_refusal,
+    refuses_module=lambda module, num_replicas: (
+        _interpreter_tolerance(module, num_replicas) or
+        _parallel_runner_refusal(module, num_replicas)),
     rewrites=(*XLA_SEMANTICS, *decompositions.RULES, *random_bits.RULES, *dynamism.RULES),
     readable=mlir.ATTRIBUTE_READABLE))

@@ -141,12 +141,12 @@ def _total_order_key(emitter, shape: T.Shape, x) -> ir.Value:
 
 # -- narrow floats (f4, f6, f8) ----------------------------------------------------------
 
-def in_f32(emitter, mlir_name: str, shape: T.Shape, operands) -> ir.Value:
-    """`mlir_name` of narrow floats of `shape` computed in f32 and rounded back, as XLA
-    CPU computes them."""
+def in_f32(emitter, mlir_name: str, shape: T.Shape, operands, attributes=None) -> ir.Value:
+    """`mlir_name` (with `attributes`) of narrow floats of `shape` computed in f32 and
+    rounded back, as XLA CPU computes them."""
     wide = shape.with_element_type(T.f32)
     result = _one(emitter, mlir_name, wide,
-                  [_one(emitter, "stablehlo.convert", wide, [x]) for x in operands])
+                  [_one(emitter, "stablehlo.convert", wide, [x]) for x in operands], attributes)
     return _one(emitter, "stablehlo.convert", shape, [result])
 
 

@@ -212,15 +212,192 @@ def test_bits_predicates_and_complex_parts():
     check(run(lambda c, x: xops.Conj(x), z), np.conj(z))
 
 
-@covers("BesselI0e", "Igamma", "Igammac", "IgammaGradA", "RandomGammaGrad",
-        "RegularizedIncompleteBeta")
+@covers("BesselI0e", "Igamma", "Igammac", "IgammaGradA", "RandomGammaGrad")
 def test_functions_without_a_stablehlo_form_are_refused():
     for name in ("BesselI0e",):
         refused(lambda c, x: getattr(xops, name)(x), X, match=f"{name}: XLA computes it")
     for name in ("Igamma", "Igammac", "IgammaGradA", "RandomGammaGrad"):
         refused(lambda c, a, x: getattr(xops, name)(a, x), X, Y, match=name)
-    refused(lambda c, a, b, x: xops.RegularizedIncompleteBeta(a, b, x), X, Y, X,
-            match="RegularizedIncompleteBeta")
+
+
+# -- result accuracy (jaxlib 0.5-0.6: ops.Exp(x, result_accuracy)) ---------------------------
+
+# XLA's name -> (numpy's function in float64, inputs in its domain)
+ACCURATE = {
+    "Exp": (np.exp, X), "Expm1": (np.expm1, X), "Log": (np.log, np.abs(Y)),
+    "Log1p": (np.log1p, np.abs(Y)), "Rsqrt": (lambda v: 1 / np.sqrt(v), np.abs(Y)),
+    "Sqrt": (np.sqrt, np.abs(Y)), "Cbrt": (np.cbrt, Y), "Tanh": (np.tanh, X),
+    "Logistic": (scipy.special.expit, X), "Sin": (np.sin, X), "Cos": (np.cos, X),
+    "Tan": (np.tan, X), "Erf": (scipy.special.erf, X),
+}
+
+
+def accuracy(mode, **tolerances):
+    a = xc.ResultAccuracy()
+    a.mode = getattr(xc.ResultAccuracyMode, mode)
+    for key, value in tolerances.items():
+        setattr(a, key, value)
+    return a
+
+
+def built(name, accuracy_, values):
+    c = xc.XlaBuilder(name)
+    getattr(xops, name)(xops.Parameter(c, 0, xc.shape_from_pyval(values)), accuracy_)
+    return c.build()
+
+
+@pytest.mark.parametrize("name", sorted(ACCURATE))
+def test_result_accuracy_is_emitted_and_highest_runs_the_backends_one_implementation(name):
+    numpy_fn, values = ACCURATE[name]
+    default = built(name, None, values)
+    highest = built(name, accuracy("HIGHEST"), values)
+    text = highest.computation.as_text()
+    if name == "Erf":  # CHLO's erf, decomposed on every backend: nothing to choose from
+        assert "result_accuracy" not in text
+    else:
+        assert "result_accuracy = #stablehlo.result_accuracy<mode = " \
+               "#stablehlo.result_accuracy_mode<HIGHEST>>" in text, text
+        assert "result_accuracy={mode=highest}" in highest.as_hlo_text()
+    assert "result_accuracy" not in built(name, accuracy("DEFAULT"), values).computation.as_text()
+    expected = numpy_fn(values.astype(np.float64)).astype(np.float32)
+    for backend in ("cpu", "interpret"):
+        got = hg.compile(highest.computation, backend=backend)(values)
+        np.testing.assert_allclose(got, expected, rtol=4e-6, atol=1e-7)
+        # the one implementation each backend has: DEFAULT's, bit for bit
+        np.testing.assert_array_equal(got, hg.compile(default.computation, backend=backend)(values))
+
+
+@pytest.mark.parametrize("name", sorted(ACCURATE))
+def test_a_tolerance_is_emitted_and_refused_where_no_backend_checks_it(name):
+    _, values = ACCURATE[name]
+    tolerance = accuracy("TOLERANCE", atol=1e-6, rtol=0.0, ulps=2)
+    if name == "Erf":
+        c = xc.XlaBuilder(name)
+        xops.Erf(xops.Parameter(c, 0, xc.shape_from_pyval(values)), tolerance)
+        with pytest.raises(hg.UnsupportedError, match="erf: result_accuracy in TOLERANCE mode: "
+                                                      "erf is CHLO's decomposition"):
+            c.build()
+        return
+    comp = built(name, tolerance, values)
+    assert "#stablehlo.result_accuracy<atol = 9.999999" in comp.computation.as_text()
+    assert "ulps = 2, mode = #stablehlo.result_accuracy_mode<TOLERANCE>" in comp.computation.as_text()
+    for backend, words in (("cpu", "XLA CPU"), ("interpret", "the reference interpreter")):
+        with pytest.raises(hg.UnsupportedError, match=f"result_accuracy in TOLERANCE mode: {words} "
+                                                      f"has one implementation"):
+            hg.compile(comp.computation, backend=backend)
+    with pytest.raises(hg.UnsupportedError, match="TOLERANCE mode"):
+        BACKEND.compile(comp)
+
+
+def test_result_accuracy_that_means_nothing_is_refused_where_it_is_built():
+    for bad, match in ((accuracy("TOLERANCE"), "needs atol, rtol or ulps set"),
+                       (accuracy("HIGHEST", atol=1e-3), "they count only in TOLERANCE mode"),
+                       (accuracy("TOLERANCE", rtol=-1.0), "rtol must be a non-negative number"),
+                       (accuracy("TOLERANCE", ulps=1.5), "ulps must be a non-negative integer")):
+        c = xc.XlaBuilder("bad")
+        xops.Exp(xops.Parameter(c, 0, xc.shape_from_pyval(X)), bad)
+        with pytest.raises(hg.ShapeError, match=match):
+            c.build()
+    c = xc.XlaBuilder("bad")
+    x = xops.Parameter(c, 0, xc.shape_from_pyval(X))
+    xops.Exp(x, accuracy("DEFAULT"))
+    xops.Exp(x, xc.ResultAccuracy(mode=7))
+    with pytest.raises(hg.ShapeError, match="result_accuracy.mode must be one of DEFAULT, HIGHEST, "
+                                             "TOLERANCE, got 7"):
+        c.build()
+
+
+def test_optimization_barrier_of_a_tuple_barriers_its_leaves():
+    x = np.array([1.0, 2.0], np.float32)
+    y = np.array([3, 4, 5], np.int32)
+    c = xc.XlaBuilder("barrier")
+    p, q = (xops.Parameter(c, i, xc.shape_from_pyval(v)) for i, v in enumerate((x, y)))
+    t = xops.OptimizationBarrier(xops.Tuple(c, [p, xops.Tuple(c, [q, xops.Neg(p)])]))
+    xops.Tuple(c, [xops.GetTupleElement(xops.GetTupleElement(t, 1), 1),
+                   xops.GetTupleElement(xops.GetTupleElement(t, 1), 0), xops.GetTupleElement(t, 0)])
+    comp = c.build()
+    text = comp.computation.as_text()
+    assert text.count("stablehlo.optimization_barrier") == 1
+    assert "tuple<" not in text.split("stablehlo.optimization_barrier")[1].split("\n")[0]
+    assert "opt-barrier" in comp.as_hlo_text()
+    for backend in ("cpu", "interpret"):
+        got = hg.compile(comp.computation, backend=backend)(x, y)
+        check(list(got), -x, y, x)
+
+
+def _next_after_reference(x, y, dtype):
+    """The neighbour of x toward y among every value of the 8-bit type (0 for no -0)."""
+    values = np.unique(np.arange(256, dtype=np.uint8).view(dtype).astype(np.float64))
+    values = values[~np.isnan(values)]
+    out = []
+    for a, b in zip(x.astype(np.float64), y.astype(np.float64)):
+        out.append(np.nan if np.isnan(a) or np.isnan(b) else b if a == b else
+                   values[values > a].min() if b > a else values[values < a].max())
+    return np.array(out)
+
+
+@pytest.mark.parametrize("dtype", [ml_dtypes.float8_e3m4, ml_dtypes.float8_e4m3,
+                                   ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e4m3fnuz,
+                                   ml_dtypes.float8_e4m3b11fnuz, ml_dtypes.float8_e5m2,
+                                   ml_dtypes.float8_e5m2fnuz])
+def test_next_after_of_8_bit_floats_steps_to_the_neighbouring_value(dtype):
+    every = np.arange(256, dtype=np.uint8).view(dtype)
+    finite = every[np.isfinite(every.astype(np.float32))]
+    big = float(ml_dtypes.finfo(dtype).max)
+    x = np.repeat(finite, 2)
+    y = np.tile(np.array([big, -big], np.float32), len(finite)).astype(dtype)
+    c = xc.XlaBuilder("next_after")
+    xops.NextAfter(*[xops.Parameter(c, i, xc.shape_from_pyval(v)) for i, v in enumerate((x, y))])
+    comp = c.build()
+    expected = _next_after_reference(x, y, dtype)
+    for backend in ("cpu", "interpret"):
+        got = hg.compile(comp.computation, backend=backend)(x, y)
+        np.testing.assert_array_equal(got.astype(np.float64), expected)
+
+
+# -- RegularizedIncompleteBeta, from hlogen ops --------------------------------------------
+
+@covers("RegularizedIncompleteBeta")
+@pytest.mark.parametrize("dtype,rtol", [(ml_dtypes.bfloat16, 2e-2), (np.float32, 5e-4),
+                                        (np.float64, 1e-12)])
+def test_regularized_incomplete_beta_against_scipy(dtype, rtol):
+    rng = np.random.default_rng(3)
+    # both sides of the symmetry, a and b from 0.01 to 60, the ends of x, XLA's test's values
+    a = np.concatenate([np.exp(rng.uniform(np.log(0.01), np.log(60), 40)),
+                        [0.00753073, 0.34813385, 1.29298632, 2.0, 0.5]])
+    b = np.concatenate([np.exp(rng.uniform(np.log(0.01), np.log(60), 40)),
+                        [0.55688389, 0.59794214, 1.59748339, 3.0, 0.5]])
+    x = np.concatenate([rng.uniform(0, 1, 40), [0.53787335, 0.24015466, 0.13567594, 0.0, 1.0]])
+    a, b, x = (v.astype(dtype) for v in (a, b, x))
+    c = xc.XlaBuilder("betainc")
+    xops.RegularizedIncompleteBeta(*[xops.Parameter(c, i, xc.shape_from_pyval(v))
+                                     for i, v in enumerate((a, b, x))])
+    comp = c.build()
+    expected = scipy.special.betainc(*(v.astype(np.float64) for v in (a, b, x)))
+    for backend in ("cpu", "interpret"):
+        got = hg.compile(comp.computation, backend=backend)(a, b, x)
+        assert got.dtype == np.dtype(dtype)
+        np.testing.assert_allclose(got.astype(np.float64), expected, rtol=rtol,
+                                   atol=rtol * 1e-2)
+
+
+def test_regularized_incomplete_beta_outside_its_domain_is_nan_and_scalars_broadcast():
+    a = np.array([-1.0, 0.0, 2.0, 2.0, 2.0, 2.0], np.float32)
+    b = np.array([1.0, 1.0, -0.5, 0.0, 1.0, 1.0], np.float32)
+    x = np.array([0.5, 0.5, 0.5, 0.5, -0.1, 1.5], np.float32)
+    got = run(lambda c, a, b, x: xops.RegularizedIncompleteBeta(a, b, x), a, b, x)[0]
+    assert np.isnan(got).all(), got
+    # I_x(2, 3) with a scalar a and b
+    xs = np.array([0.1, 0.5, 0.9], np.float32)
+    got = run(lambda c, x: xops.RegularizedIncompleteBeta(
+        xops.Constant(c, np.float32(2)), xops.Constant(c, np.float32(3)), x), xs)[0]
+    np.testing.assert_allclose(got, scipy.special.betainc(2, 3, xs.astype(np.float64)), rtol=1e-6)
+    refused_shape = xc.XlaBuilder("shapes")
+    xops.RegularizedIncompleteBeta(xops.Constant(refused_shape, np.ones(2, np.float32)),
+                                   xops.Constant(refused_shape, np.ones(3, np.float32)),
+                                   xops.Constant(refused_shape, np.ones(2, np.float32)))
+    with pytest.raises(hg.ShapeError, match="a, b and x must have one shape"):
+        refused_shape.build()
 
 
 @covers("Select", "Clamp", "ConvertElementType", "BitcastConvertType", "ReducePrecision")

@@ -80,6 +80,29 @@ def test_buffers():
         BACKEND.buffer_from_pyval((1, 2.5))
 
 
+def _aligned(n):
+    """An f32 array of n ones whose data is 128-byte aligned (what XLA CPU may alias)."""
+    storage = np.empty(n + 32, np.float32)
+    start = (-storage.ctypes.data % 128) // 4
+    x = storage[start:start + n]
+    x[:] = 1
+    return x
+
+
+def test_buffers_copy_a_numpy_array_unless_zero_copy_is_asked_for():
+    during_call = xc.HostBufferSemantics.IMMUTABLE_ONLY_DURING_CALL
+    for kwargs in ({"host_buffer_semantics": during_call}, {"force_copy": True},
+                   {"host_buffer_semantics": xc.HostBufferSemantics.IMMUTABLE_UNTIL_TRANSFER_COMPLETES}):
+        x = _aligned(1024)
+        buf = BACKEND.buffer_from_pyval(x, **kwargs)
+        x[:] = 5  # the caller's array is the caller's again once the call returns
+        np.testing.assert_array_equal(buf.to_py(), np.ones(1024, np.float32))
+        assert buf.unsafe_buffer_pointer() != x.ctypes.data
+    # ZERO_COPY (the default, as XLA's): the buffer may be the array's own memory
+    x = _aligned(1024)
+    assert BACKEND.buffer_from_pyval(x).unsafe_buffer_pointer() == x.ctypes.data
+
+
 def test_compile_and_execute():
     x, y = np.array([1, 2, 3], np.float32), np.array([4, 5, 6], np.float32)
     exe = BACKEND.compile(pair())
@@ -239,3 +262,48 @@ def test_compile_failures_are_xla_runtime_errors():
     with pytest.raises(xc.XlaRuntimeError, match="nobody_registered_this") as caught:
         BACKEND.compile(c.build())
     assert isinstance(caught.value, hg.ExecutionError)
+
+
+def test_execute_sharded_dlpack_and_cost_analysis_as_jaxlib_0_6_had_them():
+    exe = BACKEND.compile(pair())
+    x, y = np.array([1, 2, 3], np.float32), np.array([4, 5, 6], np.float32)
+    results = exe.execute_sharded([[BACKEND.buffer_from_pyval(x)], BACKEND.buffer_from_pyval(y)])
+    (total, product) = results.disassemble_into_single_device_arrays()
+    assert isinstance(total[0], xc.ArrayImpl) and len(total) == len(product) == 1
+    np.testing.assert_array_equal(np.asarray(total[0]), x + y)
+    np.testing.assert_array_equal(np.asarray(product[0]), x * y)
+    # the token of an execution is its completion
+    token = exe.execute_sharded([[x], [y]], with_tokens=True).consume_token()
+    assert token.block_until_ready() is None and token.get_token(0).block_until_ready() is None
+    results, token = xc.LoadedExecutable_execute_with_token(exe, [x, y])
+    token.block_until_ready()
+    np.testing.assert_array_equal(results[1].to_py(), x * y)
+    with pytest.raises(xc.XlaRuntimeError, match="UNIMPLEMENTED"):  # the CPU has no stream
+        BACKEND.local_devices()[0].get_stream_for_external_ready_events()
+    # DLPack: a capsule of the buffer's memory, and a buffer of a capsule (once only)
+    buf = BACKEND.buffer_from_pyval(np.arange(6, dtype=np.int32).reshape(2, 3))
+    capsule = xc._xla.buffer_to_dlpack_managed_tensor(buf)
+    assert type(capsule).__name__ == "PyCapsule"
+    back = xc._xla.dlpack_managed_tensor_to_buffer(capsule, BACKEND.local_devices()[0], None)
+    assert isinstance(back, xc.ArrayImpl)
+    np.testing.assert_array_equal(back.to_py(), np.arange(6).reshape(2, 3))
+    with pytest.raises(RuntimeError, match="consumed at most once"):
+        xc._xla.dlpack_managed_tensor_to_buffer(capsule, BACKEND, None)  # the old form
+    again = xc._xla.dlpack_managed_tensor_to_buffer(xc._xla.buffer_to_dlpack_managed_tensor(buf),
+                                                    BACKEND, None)
+    np.testing.assert_array_equal(np.asarray(again), np.arange(6).reshape(2, 3))
+    # XLA's cost analysis of the HLO module: a multiply and an add of 3 elements each
+    analysis = xc._xla.hlo_module_cost_analysis(BACKEND, pair().as_hlo_module())
+    assert analysis["flops"] == 6.0
+
+
+def test_live_buffers_are_the_clients_own_newest_first():
+    made = [BACKEND.buffer_from_pyval(np.float32(i)) for i in range(3)]
+    assert BACKEND.live_buffers()[:3] == made[::-1]  # Buffers compare by identity
+    made[1].delete()
+    assert BACKEND.live_buffers()[:2] == [made[2], made[0]]
+    assert made[1] not in BACKEND.live_buffers()
+    dropped = id(made.pop())
+    assert all(id(b) != dropped for b in BACKEND.live_buffers())
+    # XLA's registry of custom-call targets, as jaxlib 0.6 read it
+    assert isinstance(xc.custom_call_targets("Host"), dict)

@@ -77,8 +77,9 @@ def call(computation, *args):
     private copy of it). A computation with several results returns a tuple of Ops."""
 
 
-def cbrt(operand):
-    """Cbrt(operand): applied to each element of operand."""
+def cbrt(operand, result_accuracy=None):
+    """Cbrt(operand, result_accuracy=None): applied to each element of operand, as
+    accurately as `result_accuracy` (an hg.ResultAccuracy) asks."""
 
 
 def ceil(operand):
@@ -152,8 +153,9 @@ def convert_element_type(operand, new_element_type):
     """ConvertElementType: an element-wise static_cast to `new_element_type`."""
 
 
-def cos(operand):
-    """Cos(operand): applied to each element of operand."""
+def cos(operand, result_accuracy=None):
+    """Cos(operand, result_accuracy=None): applied to each element of operand, as accurately
+    as `result_accuracy` (an hg.ResultAccuracy) asks."""
 
 
 def create_token(builder):
@@ -205,16 +207,19 @@ def eq_total_order(lhs, rhs, broadcast_dimensions=()):
     -Inf < -finite < -0 < +0 < +finite < +Inf < +NaN."""
 
 
-def erf(operand):
-    """Erf(operand): applied to each element of operand."""
+def erf(operand, result_accuracy=None):
+    """Erf(operand, result_accuracy=None): applied to each element of operand, as accurately
+    as `result_accuracy` (an hg.ResultAccuracy) asks."""
 
 
-def exp(operand):
-    """Exp(operand): applied to each element of operand."""
+def exp(operand, result_accuracy=None):
+    """Exp(operand, result_accuracy=None): applied to each element of operand, as accurately
+    as `result_accuracy` (an hg.ResultAccuracy) asks."""
 
 
-def expm1(operand):
-    """Expm1(operand): applied to each element of operand."""
+def expm1(operand, result_accuracy=None):
+    """Expm1(operand, result_accuracy=None): applied to each element of operand, as
+    accurately as `result_accuracy` (an hg.ResultAccuracy) asks."""
 
 
 def fft(operand, fft_type, fft_length):
@@ -289,16 +294,19 @@ def le_total_order(lhs, rhs, broadcast_dimensions=()):
     -Inf < -finite < -0 < +0 < +finite < +Inf < +NaN."""
 
 
-def log(operand):
-    """Log(operand): applied to each element of operand."""
+def log(operand, result_accuracy=None):
+    """Log(operand, result_accuracy=None): applied to each element of operand, as accurately
+    as `result_accuracy` (an hg.ResultAccuracy) asks."""
 
 
-def log1p(operand):
-    """Log1p(operand): applied to each element of operand."""
+def log1p(operand, result_accuracy=None):
+    """Log1p(operand, result_accuracy=None): applied to each element of operand, as
+    accurately as `result_accuracy` (an hg.ResultAccuracy) asks."""
 
 
-def logistic(operand):
-    """Logistic(operand): applied to each element of operand."""
+def logistic(operand, result_accuracy=None):
+    """Logistic(operand, result_accuracy=None): applied to each element of operand, as
+    accurately as `result_accuracy` (an hg.ResultAccuracy) asks."""
 
 
 def lt(lhs, rhs, broadcast_dimensions=()):
@@ -444,8 +452,9 @@ def round_nearest_even(operand):
     """RoundNearestEven(operand): applied to each element of operand."""
 
 
-def rsqrt(operand):
-    """Rsqrt(operand): applied to each element of operand."""
+def rsqrt(operand, result_accuracy=None):
+    """Rsqrt(operand, result_accuracy=None): applied to each element of operand, as
+    accurately as `result_accuracy` (an hg.ResultAccuracy) asks."""
 
 
 def scatter(
@@ -497,8 +506,9 @@ def sign(operand):
     """Sign(operand): applied to each element of operand."""
 
 
-def sin(operand):
-    """Sin(operand): applied to each element of operand."""
+def sin(operand, result_accuracy=None):
+    """Sin(operand, result_accuracy=None): applied to each element of operand, as accurately
+    as `result_accuracy` (an hg.ResultAccuracy) asks."""
 
 
 def slice(operand, start_indices, limit_indices, strides=None):
@@ -515,20 +525,23 @@ def sort(operands, comparator=None, dimension=-1, is_stable=False):
     counts from the end), permuting every operand alike."""
 
 
-def sqrt(operand):
-    """Sqrt(operand): applied to each element of operand."""
+def sqrt(operand, result_accuracy=None):
+    """Sqrt(operand, result_accuracy=None): applied to each element of operand, as
+    accurately as `result_accuracy` (an hg.ResultAccuracy) asks."""
 
 
 def sub(lhs, rhs, broadcast_dimensions=()):
     """Sub(lhs, rhs, broadcast_dimensions): element-wise, with XLA broadcasting."""
 
 
-def tan(operand):
-    """Tan(operand): applied to each element of operand."""
+def tan(operand, result_accuracy=None):
+    """Tan(operand, result_accuracy=None): applied to each element of operand, as accurately
+    as `result_accuracy` (an hg.ResultAccuracy) asks."""
 
 
-def tanh(operand):
-    """Tanh(operand): applied to each element of operand."""
+def tanh(operand, result_accuracy=None):
+    """Tanh(operand, result_accuracy=None): applied to each element of operand, as
+    accurately as `result_accuracy` (an hg.ResultAccuracy) asks."""
 
 
 def top_k(operand, k, largest=True):

@@ -256,9 +256,13 @@ def optimization_barrier(operand):
     every value computed before anything that uses the result."""
     values, single = _structure("optimization_barrier", "operand", operand)
     builder = same_builder("optimization_barrier", *values)
+    # StableHLO's barrier takes arrays and tokens, not tuples: a tuple's leaves go through
+    # it and the tuple is rebuilt of them
+    leaves = tuples.leaves(values)
     operation = builder.emit("stablehlo.optimization_barrier",
-                             [mlir.ir_type(v.shape) for v in values], [v.value for v in values])
-    return _shaped_like(single, [Op(builder, r, v.shape) for r, v in zip(operation.results, values)])
+                             [mlir.ir_type(v.shape) for v in leaves], [v.value for v in leaves])
+    results = [Op(builder, r, v.shape) for r, v in zip(operation.results, leaves)]
+    return _shaped_like(single, tuples.rebuild([v.shape for v in values], results, builder))
 
 
 def after_all(tokens):

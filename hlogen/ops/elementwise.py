@@ -17,11 +17,15 @@ from __future__ import annotations
 import dataclasses
 import enum
 
-from hlogen import semantics
+import numpy as np
+from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import stablehlo
+
+from hlogen import mlir, semantics
 from hlogen import types as T
 from hlogen.broadcasting import binary_broadcast, broadcast_shapes_exactly
 from hlogen.builder import Op, same_builder
-from hlogen.errors import ShapeError
+from hlogen.errors import ShapeError, UnsupportedError
 from hlogen.ops.tuples import get_tuple_element, tuple as make_tuple
 from hlogen.ops._common import (ANY, ARITHMETIC, COMPLEX, FLOAT, FLOATING, INTEGER, LOGICAL,
                                 PRED, UNSIGNED, array_operand, as_operands,
@@ -194,22 +198,86 @@ UNARY = {
 }
 
 
-def _unary_op(name, operand):
+# -- result accuracy ---------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class ResultAccuracy:
+    """The accuracy asked of a transcendental op (StableHLO's `result_accuracy`, XLA's
+    ResultAccuracy): mode "DEFAULT" (the backend's implementation), "HIGHEST" (its most
+    accurate one) or "TOLERANCE" (one within atol + rtol * |exact| or `ulps` units in the
+    last place of the exact result; at least one of them set)."""
+    mode: str = "DEFAULT"
+    atol: float = 0.0
+    rtol: float = 0.0
+    ulps: int = 0
+
+    MODES = ("DEFAULT", "HIGHEST", "TOLERANCE")
+
+    def check(self, op_name: str) -> "ResultAccuracy":
+        if self.mode not in self.MODES:
+            raise ShapeError(f"{op_name}: result_accuracy.mode must be one of "
+                             f"{', '.join(self.MODES)}, got {self.mode!r}")
+        tolerances = {"atol": self.atol, "rtol": self.rtol, "ulps": self.ulps}
+        for key, value in tolerances.items():
+            if not isinstance(value, (int, float, np.integer, np.floating)) or not value >= 0 or (
+                    key == "ulps" and int(value) != value):
+                raise ShapeError(f"{op_name}: result_accuracy.{key} must be a non-negative "
+                                 f"{'integer' if key == 'ulps' else 'number'}, got {value!r}")
+        if self.mode == "TOLERANCE" and not any(tolerances.values()):
+            raise ShapeError(f"{op_name}: result_accuracy in TOLERANCE mode needs atol, rtol or "
+                             f"ulps set (all are 0)")
+        if self.mode != "TOLERANCE" and any(tolerances.values()):
+            raise ShapeError(f"{op_name}: result_accuracy sets tolerances ({tolerances}) in "
+                             f"{self.mode} mode; they count only in TOLERANCE mode")
+        return self
+
+    def attribute(self) -> ir.Attribute:
+        return stablehlo.ResultAccuracyAttr.get(
+            atol=float(self.atol), rtol=float(self.rtol), ulps=int(self.ulps), mode=self.mode,
+            context=mlir.context())
+
+
+# the ops that take a result_accuracy (XlaBuilder's and StableHLO's transcendental ops);
+# chlo.erf has no such attribute: its one implementation is CHLO's decomposition
+ACCURACY_OPS = ("exp", "expm1", "log", "log1p", "logistic", "rsqrt", "sqrt", "cbrt", "sin",
+                "cos", "tan", "tanh", "erf")
+
+
+def _accuracy_attributes(name, result_accuracy) -> dict | None:
+    if result_accuracy is None:
+        return None
+    if not isinstance(result_accuracy, ResultAccuracy):
+        raise ShapeError(f"{name}: result_accuracy must be an hg.ResultAccuracy, got "
+                         f"{type(result_accuracy).__name__} {result_accuracy!r}")
+    result_accuracy.check(name)
+    if result_accuracy.mode == "DEFAULT":  # as jax: the default is no attribute
+        return None
+    if UNARY[name].mlir.startswith("chlo."):
+        if result_accuracy.mode == "TOLERANCE":
+            raise UnsupportedError(f"{name}: result_accuracy in TOLERANCE mode: {name} is CHLO's "
+                                   f"decomposition on every backend, one implementation whose "
+                                   f"error no backend checks against a tolerance")
+        return None  # HIGHEST: the one implementation there is
+    return {"result_accuracy": result_accuracy.attribute()}
+
+
+def _unary_op(name, operand, result_accuracy=None):
     row = UNARY[name]
     mlir_name = row.mlir
     et = check_kind(name, "operand", operand, row.kinds)
+    attributes = _accuracy_attributes(name, result_accuracy)
     if et.kind == UNSIGNED and name in ("abs", "sign"):
         # XLA: |x| = x and sgn(x) = min(x, 1) for unsigned x; StableHLO has neither.
         return operand if name == "abs" else _binary_op("min", operand, 1, ())
     if et.is_narrow_float and row.narrow_in_f32:
         return Op(operand.builder, semantics.in_f32(operand.builder, mlir_name, operand.shape,
-                                                    [operand.value]), operand.shape)
+                                                    [operand.value], attributes), operand.shape)
     if name == "population_count":  # s4's 4 bits, in loaded modules too
         return Op(operand.builder, semantics.population_count(operand.builder, operand.shape,
                                                               operand.value), operand.shape)
     result_et = {Result.SAME: et, Result.PRED: T.pred, Result.COMPONENT: et.component}[row.result]
     shape = T.Shape(result_et, operand.shape.dimensions)
-    return operand.builder.add_op(mlir_name, shape, [operand])
+    return operand.builder.add_op(mlir_name, shape, [operand], attributes)
 
 
 # -- Select and Clamp -------------------------------------------------------------------
@@ -279,6 +347,13 @@ def _make_compare(name, spec, total_order):
 
 
 def _make_unary(name, spec):
+    if name in ACCURACY_OPS:
+        def op(operand, result_accuracy=None):
+            return _unary_op(name, operand, result_accuracy)
+        op.__doc__ = (f"{spec}(operand, result_accuracy=None): applied to each element of "
+                      f"operand, as accurately as `result_accuracy` (an hg.ResultAccuracy) asks.")
+        return op
+
     def op(operand):
         return _unary_op(name, operand)
     op.__doc__ = f"{spec}(operand): applied to each element of operand."

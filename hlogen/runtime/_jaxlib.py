@@ -21,7 +21,8 @@ What is used, and why:
 - for hlogen.xla_client (the removed XlaBuilder API): `xla_client`'s Shape,
   ProgramShape, XlaComputation, PrimitiveType, OpSharding, HloSharding, CompileOptions
   and DeviceAssignment, and `_jax.mlir.mlir_module_to_xla_computation`, XLA's converter
-  of StableHLO to an HLO module.
+  of StableHLO to an HLO module; the names jaxlib 0.6's xla_client passed through from
+  jax's runtime (Traceback, the shardings, layouts) and the switch of tracebacks.
 """
 from __future__ import annotations
 
@@ -45,6 +46,14 @@ from jax.extend.backend import get_backend
 from jax.sharding import Mesh, NamedSharding, PartitionSpec, SingleDeviceSharding
 
 JaxRuntimeError = jax.errors.JaxRuntimeError
+# DLPack capsules of device arrays and back, and XLA's cost analysis of an HLO module
+# (jaxlib 0.6's xla_client._xla had them)
+buffer_to_dlpack_managed_tensor = _jax.buffer_to_dlpack_managed_tensor
+dlpack_managed_tensor_to_buffer = _jax.dlpack_managed_tensor_to_buffer
+hlo_module_cost_analysis = _jax.hlo_module_cost_analysis
+# whether arrays and executables record the Python stack (xla_client.tracebacks)
+tracebacks_enabled = _jax.tracebacks_enabled
+set_tracebacks_enabled = _jax.set_tracebacks_enabled
 # swap_x64(True) -> previous value: x64 on or off for the calling thread only.
 swap_x64 = _config.enable_x64.swap_local
 

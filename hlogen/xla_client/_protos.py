@@ -62,6 +62,12 @@ class CustomCallApiVersion(enum.IntEnum):
     API_VERSION_TYPED_FFI = 4
 
 
+class ResultAccuracy_Mode(enum.IntEnum):  # noqa: N801 - the binding's name
+    DEFAULT = 0
+    HIGHEST = 1
+    TOLERANCE = 2
+
+
 class ChannelHandle_ChannelType(enum.IntEnum):  # noqa: N801 - the binding's name
     CHANNEL_TYPE_INVALID = 0
     DEVICE_TO_DEVICE = 1
@@ -145,6 +151,13 @@ class ScatterDimensionNumbers(_Proto):
 class PrecisionConfig(_Proto):
     __slots__ = ("operand_precision",)
     Precision = Precision
+
+
+class ResultAccuracy(_Proto):
+    """The accuracy asked of Exp, Log, Tanh, ... (`ops.Exp(x, result_accuracy)`): `mode`
+    DEFAULT, HIGHEST or TOLERANCE, and in TOLERANCE mode `atol`, `rtol`, `ulps`."""
+    __slots__ = ("mode", "atol", "rtol", "ulps")
+    _DEFAULTS = {"mode": ResultAccuracy_Mode.DEFAULT, "atol": 0.0, "rtol": 0.0, "ulps": 0}
 
 
 class ReplicaGroup(_Proto):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import re
+import weakref
 
 import numpy as np
 
@@ -110,6 +111,14 @@ class Device:
             if self._device in array.devices():
                 array.block_until_ready()
 
+    def get_stream_for_external_ready_events(self):
+        """The device's stream (DLPack's consumers ask for it); XLA's error, as jaxlib 0.6
+        raised it, where the device has none (CPUs)."""
+        try:
+            return self._device.get_stream_for_external_ready_events()
+        except _jaxlib.JaxRuntimeError as e:
+            raise XlaRuntimeError(str(e)) from None
+
     def transfer_to_infeed(self, literal) -> None:
         raise UnsupportedError("transfer_to_infeed: jaxlib's PJRT client has no infeed queue "
                                "to fill")
@@ -126,11 +135,17 @@ def _raw_device(device):
 class Buffer:
     """An array on one device (a jax array): `to_py()` (or np.asarray) copies it out."""
 
-    __slots__ = ("_array", "client")
+    __slots__ = ("_array", "client", "__weakref__")
 
     def __init__(self, array, client: "Client"):
         self._array = array
         self.client = client
+        client._made.append(weakref.ref(self))
+
+    def __getattr__(self, name):  # the rest is the jax array's (jaxlib 0.6 returned those)
+        if name in Buffer.__slots__:  # not set yet (a copy being made)
+            raise AttributeError(name)
+        return getattr(self._array, name)
 
     def to_py(self) -> np.ndarray:
         return np.asarray(self._array)
@@ -252,6 +267,13 @@ class Client:
     def __init__(self, raw):
         self._raw = raw
         self._channels = itertools.count(1)
+        self._made: list = []  # weak references to the buffers made through this client
+
+    def live_buffers(self) -> list[Buffer]:
+        """The buffers made through this client (buffer_from_pyval, execute) that are
+        neither deleted nor freed, the newest first."""
+        self._made = [r for r in self._made if r() is not None and not r().is_deleted()]
+        return [r() for r in reversed(self._made)]
 
     def __getattr__(self, name):
         return getattr(self._raw, name)
@@ -284,8 +306,13 @@ class Client:
     def buffer_from_pyval(self, argument, device=None, force_copy=False,
                           host_buffer_semantics=None) -> Buffer:
         """A buffer of `argument` (numpy array or value; Python numbers as numpy types
-        them) on `device` (the first local device by default)."""
+        them) on `device` (the first local device by default). As XLA's: with ZERO_COPY
+        (the default) a CPU buffer may alias an aligned numpy array, which must then not
+        change; other semantics, or `force_copy`, copy it first."""
         device = self._raw.local_devices()[0] if device is None else _raw_device(device)
+        zero_copy = host_buffer_semantics in (None, _xc.HostBufferSemantics.ZERO_COPY)
+        if isinstance(argument, np.ndarray) and (force_copy or not zero_copy):
+            argument = argument.copy()  # jax's put aliases aligned arrays on the CPU
         return Buffer(_put(argument, device), self)
 
     def _channel(self, kind: ChannelHandle_ChannelType) -> ChannelHandle:
@@ -413,6 +440,17 @@ class LoadedExecutable:
                        self._cut.apply([np.asarray(r) for r in results], compact=True)]
         return [Buffer(r, self.client) for r in results]
 
+    def execute_with_token(self, arguments, device=None) -> tuple:
+        """`execute`, and the token of the execution's completion."""
+        results = self.execute(arguments)
+        return results, ExecutionToken([results])
+
+    def execute_sharded(self, arguments, with_tokens: bool = False) -> ExecuteResults:
+        """`arguments[i]`: argument i, a list of one buffer per local device (or one
+        buffer, on a one-device executable)."""
+        return ExecuteResults(self.execute_sharded_on_local_devices(
+            [a if isinstance(a, (list, tuple)) else [a] for a in arguments]))
+
     def execute_sharded_on_local_devices(self, arguments) -> list[list[Buffer]]:
         """`arguments[i][d]`: argument i of local device d (in local_devices() order).
         Returns `results[j][d]`: result j of device d."""
@@ -429,6 +467,63 @@ class LoadedExecutable:
         joined = [_jaxlib.join_shards([args[i] for args in per_device], self._devices)
                   for i in range(len(arguments))]
         return [[Buffer(a, self.client) for a in per_device] for per_device in self._run(joined)]
+
+
+# -- DLPack and cost analysis (jaxlib 0.6's xla_client._xla) --------------------------------
+
+def buffer_to_dlpack_managed_tensor(buffer, stream=None):
+    """A DLPack capsule of the buffer's device memory (no copy)."""
+    array = buffer._array if isinstance(buffer, Buffer) else buffer
+    return _jaxlib.buffer_to_dlpack_managed_tensor(array, stream)
+
+
+def dlpack_managed_tensor_to_buffer(tensor, device, stream=None):
+    """The Buffer of a DLPack capsule on `device`; the old form (tensor, cpu_backend,
+    gpu_backend) takes it on the CPU backend's first device."""
+    if isinstance(device, Client):
+        device = device.local_devices()[0]
+        stream = None
+    raw = _raw_device(device)
+    return Buffer(_jaxlib.dlpack_managed_tensor_to_buffer(tensor, raw, stream),
+                  _client(raw.platform))
+
+
+def hlo_module_cost_analysis(client, module) -> dict:
+    """XLA's cost analysis (flops, bytes accessed, ...) of an HLO module on `client`."""
+    raw = client._raw if isinstance(client, Client) else client
+    return _jaxlib.hlo_module_cost_analysis(raw, module)
+
+
+class ExecutionToken:
+    """The completion of an execution (jaxlib 0.6's execute_with_token and
+    execute_sharded(with_tokens=True) returned one per run): `block_until_ready` waits for
+    it; `get_token(d)` is the part of device d."""
+
+    def __init__(self, per_device: list):
+        self._per_device = per_device  # the result buffers of each device
+
+    def block_until_ready(self) -> None:
+        for buffers in self._per_device:
+            for b in buffers:
+                b.block_until_ready()
+
+    def get_token(self, device: int) -> "ExecutionToken":
+        return ExecutionToken([self._per_device[device]])
+
+
+class ExecuteResults:
+    """What `execute_sharded` returns (jaxlib 0.6's form, over which `execute` was built):
+    the results of every device, and the token of the execution's completion."""
+
+    def __init__(self, per_result: list):
+        self._per_result = per_result
+
+    def disassemble_into_single_device_arrays(self) -> list[list[Buffer]]:
+        """`results[j][d]`: result j on device d."""
+        return self._per_result
+
+    def consume_token(self) -> ExecutionToken:
+        return ExecutionToken([list(per_device) for per_device in zip(*self._per_result)])
 
 
 def execute_with_python_values(executable, arguments, backend) -> list[np.ndarray]:
