@@ -53,7 +53,7 @@ FATAL = re.compile(r"(Check failed: [^\n]*|LLVM ERROR: [^\n]*)")
 
 # what a child of hlogen runs first: `-c` puts the current folder ('') first on sys.path,
 # where a clone named hlogen/ or a numpy.py would be imported instead (python -P does
-# this from 3.11 only). (The command line's parent imports no hlogen: cli/isolation.py
+# this from 3.11 only). (The command line's parent imports no hlogen: hlogen_cli/isolation.py
 # writes the same line.)
 CHILD_PATH = "import sys\nsys.path[:] = [p for p in sys.path if p]\n"
 # and, for native code that may abort: no core file; ending with its parent (whose

@@ -330,7 +330,7 @@ def test_opt_help_says_what_each_pipeline_runs(home):
 
 
 def test_help_summarizes_every_command_in_its_own_words(home):
-    """`hlogen --help` lists the commands without importing them (cli/main.py's COMMANDS
+    """`hlogen --help` lists the commands without importing them (hlogen_cli/main.py's COMMANDS
     holds their summaries): each is the start of the command's own help."""
     text = " ".join(hlogen(home, "--help").stdout.split())
     for name, (module, summary) in main.COMMANDS.items():

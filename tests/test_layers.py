@@ -17,7 +17,7 @@ import grimp
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-PACKAGES = {"hlogen": ROOT / "hlogen", "hlogen_cli": ROOT / "cli"}
+PACKAGES = {"hlogen": ROOT / "hlogen", "hlogen_cli": ROOT / "hlogen_cli"}
 # what a comment on (or just above) an import inside a function must say
 REASONS = ("start-up", "optional dependency")
 

@@ -2,7 +2,7 @@
 installed (not editable) into a fresh venv, runs the README's quick starts from folders of
 its own, its samples included.
 
-How, fast and offline: the package's files (pyproject.toml, README.md, hlogen/, cli/,
+How, fast and offline: the package's files (pyproject.toml, README.md, hlogen/, hlogen_cli/,
 samples/) are copied to a temporary folder (building writes build/ and *.egg-info into
 its source) and built there with `pip wheel --no-deps --no-build-isolation` (the test
 extra holds setuptools>=77, so no index is asked). The fresh venv is made without pip
@@ -25,7 +25,7 @@ import pytest
 from tests.test_cli_readme import ROOT, shell
 from tests.test_readme import _block, quick_start_commands
 
-PACKAGE_FILES = ["pyproject.toml", "README.md", "hlogen", "cli", "samples"]
+PACKAGE_FILES = ["pyproject.toml", "README.md", "hlogen", "hlogen_cli", "samples"]
 
 
 def _run(args, **kwargs):
