@@ -30,6 +30,7 @@ import numpy as np
 
 from hlogen import types as T
 from hlogen.errors import InputError
+from hlogen.types import shape_text
 
 
 @dataclasses.dataclass(frozen=True)
@@ -282,13 +283,6 @@ class ResultReport:
             lines.append("  relative errors of unequal elements: " +
                          ", ".join(f"{k}: {n}" for k, n in self.histogram.items()))
         return "\n".join(lines)
-
-
-def shape_text(array: np.ndarray) -> str:
-    try:
-        return str(T.Shape(T.element_type(array.dtype), array.shape))
-    except Exception:  # a dtype hlogen has no element type for
-        return f"{array.dtype}{list(array.shape)}"
 
 
 def compare_arrays(actual, expected, tolerance: Tolerance | None = None, *, name: str = "result",

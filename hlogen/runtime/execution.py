@@ -10,18 +10,25 @@ Python reads for bf16, f8, int4 or complex values only wrongly, or by ending the
 process) are converted inside the module: floats to the unsigned integers of their bits
 (f6 to f32), narrow integers to 8 bits, complex numbers split into real and imaginary
 parts.
+
+What a backend hands back is checked against the module's declared results
+(`check_results`, for every backend, where results come back): a result of another
+shape or element type (XLA CPU's bitcast_convert of tensor<8xi1> to tensor<i8> gives
+s8[8]) is an ExecutionError, never shown as the answer.
 """
 from __future__ import annotations
 
 import enum
 
 import numpy as np
+from jaxlib.mlir import ir
 
 from hlogen import mlir, ops, passes, preflight, rewrites
 from hlogen import types as T
 from hlogen.backends import Backend
 from hlogen.builder import Builder, Op
 from hlogen.computation import Computation
+from hlogen.errors import ExecutionError, UnsupportedError
 from hlogen.ops import tuples
 
 
@@ -80,8 +87,26 @@ class Prepared:
         return flat
 
 
+def check_results(computation: Computation, backend: str, results: list) -> None:
+    """ExecutionError where `backend`'s results (one array per leaf of `computation`'s
+    results, as read) are not as many, or not of the shapes and element types, as the
+    module declares: a backend's wrong answer of another type is no answer."""
+    declared = T.leaf_shapes(computation.result_shapes)
+    if len(results) != len(declared):
+        raise ExecutionError(f"{computation.name}: the {backend} backend returned "
+                             f"{len(results)} result(s) where the module declares "
+                             f"{len(declared)}: {', '.join(map(str, declared))}")
+    for i, (leaf, got) in enumerate(zip(declared, results)):
+        got = np.asarray(got)
+        if got.shape != leaf.dimensions or got.dtype != leaf.dtype:
+            raise ExecutionError(
+                f"{computation.name}: the {backend} backend returned result {i} as "
+                f"{T.shape_text(got)}, where the module declares {leaf}: not an answer of the "
+                f"module (a bug of the backend's, its values not shown)")
+
+
 def prepare(computation: Computation, backend: Backend, num_replicas: int = 1,
-            num_partitions: int = 1) -> Prepared:
+            num_partitions: int = 1, hlo_passes: bool = True) -> Prepared:
     """The module `backend` runs: checked (hlogen.preflight, including its collectives
     against `num_replicas`), legalized, rewritten as the backend's declaration lists
     (hlogen.rewrites), then checked for what the backend refuses. `num_partitions` above
@@ -95,6 +120,8 @@ def prepare(computation: Computation, backend: Backend, num_replicas: int = 1,
         attributes["mhlo.num_replicas"] = mlir.int_attr(num_replicas, 32)
         attributes["mhlo.num_partitions"] = mlir.int_attr(num_partitions, 32)
     rewrites.rewrite_module(legal.module, backend.rewrites, num_replicas)
+    if not hlo_passes:
+        _check_layouts_kept(legal.module, where)
     read = [_reading(backend, leaf.element_type)
             for leaf in T.leaf_shapes(computation.result_shapes)]
     has_tuples = any(isinstance(s, T.TupleShape)
@@ -103,6 +130,37 @@ def prepare(computation: Computation, backend: Backend, num_replicas: int = 1,
         legal = _wrap(legal, read)
     preflight.check_backend(legal.module, backend, where, num_replicas)
     return Prepared(legal, computation.result_shapes, read)
+
+
+def _layout_text(layout: list) -> str:
+    kind = ("column-major" if layout == list(range(len(layout))) and len(layout) > 1 else
+            "not row-major")
+    return "{" + ",".join(map(str, layout)) + "} (" + kind + ")"
+
+
+def _check_layouts_kept(module, where: str) -> None:
+    """UnsupportedError for a custom call that asks for an operand or result in a layout
+    other than the row-major one (LAPACK's are column-major), where XLA compiles with
+    every HLO pass disabled: layout assignment, the pass that gives the call its layouts,
+    does not run, and no StableHLO op can say the layout of a value (XLA lays each out by
+    its own rules, a transpose as a bitcast), so the call would read its data in the
+    wrong order: wrong numbers, where an error is due."""
+    for op in mlir.walk(module):
+        if op.name != "stablehlo.custom_call":
+            continue
+        for words, name in (("operand", "operand_layouts"), ("result", "result_layouts")):
+            if name not in op.attributes:
+                continue
+            for i, attr in enumerate(ir.ArrayAttr(op.attributes[name])):
+                layout = [int(d) for d in ir.DenseIntElementsAttr(attr)]
+                if layout != sorted(layout, reverse=True):
+                    target = ir.StringAttr(op.attributes["call_target_name"]).value
+                    raise UnsupportedError(
+                        f"{where}: custom call {target} needs its "
+                        f"{words} {i} in layout {_layout_text(layout)}; with every HLO pass "
+                        f"disabled (xla_disable_all_hlo_passes) XLA's layout assignment does "
+                        f"not give it that layout, and it would compute on data in the wrong "
+                        f"order")
 
 
 def _wrap(entry: Computation, read: list[Reading]) -> Computation:
