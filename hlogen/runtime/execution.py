@@ -21,14 +21,13 @@ from __future__ import annotations
 import enum
 
 import numpy as np
-from jaxlib.mlir import ir
 
 from hlogen import mlir, ops, passes, preflight, rewrites
 from hlogen import types as T
 from hlogen.backends import Backend
 from hlogen.builder import Builder, Op
 from hlogen.computation import Computation
-from hlogen.errors import ExecutionError, UnsupportedError
+from hlogen.errors import ExecutionError
 from hlogen.ops import tuples
 
 
@@ -120,8 +119,8 @@ def prepare(computation: Computation, backend: Backend, num_replicas: int = 1,
         attributes["mhlo.num_replicas"] = mlir.int_attr(num_replicas, 32)
         attributes["mhlo.num_partitions"] = mlir.int_attr(num_partitions, 32)
     rewrites.rewrite_module(legal.module, backend.rewrites, num_replicas)
-    if not hlo_passes:
-        _check_layouts_kept(legal.module, where)
+    if not hlo_passes:  # no layout assignment: where layouts matter, data moved instead
+        rewrites.rewrite_module(legal.module, rewrites.LAYOUTS, num_replicas)
     read = [_reading(backend, leaf.element_type)
             for leaf in T.leaf_shapes(computation.result_shapes)]
     has_tuples = any(isinstance(s, T.TupleShape)
@@ -130,37 +129,6 @@ def prepare(computation: Computation, backend: Backend, num_replicas: int = 1,
         legal = _wrap(legal, read)
     preflight.check_backend(legal.module, backend, where, num_replicas)
     return Prepared(legal, computation.result_shapes, read)
-
-
-def _layout_text(layout: list) -> str:
-    kind = ("column-major" if layout == list(range(len(layout))) and len(layout) > 1 else
-            "not row-major")
-    return "{" + ",".join(map(str, layout)) + "} (" + kind + ")"
-
-
-def _check_layouts_kept(module, where: str) -> None:
-    """UnsupportedError for a custom call that asks for an operand or result in a layout
-    other than the row-major one (LAPACK's are column-major), where XLA compiles with
-    every HLO pass disabled: layout assignment, the pass that gives the call its layouts,
-    does not run, and no StableHLO op can say the layout of a value (XLA lays each out by
-    its own rules, a transpose as a bitcast), so the call would read its data in the
-    wrong order: wrong numbers, where an error is due."""
-    for op in mlir.walk(module):
-        if op.name != "stablehlo.custom_call":
-            continue
-        for words, name in (("operand", "operand_layouts"), ("result", "result_layouts")):
-            if name not in op.attributes:
-                continue
-            for i, attr in enumerate(ir.ArrayAttr(op.attributes[name])):
-                layout = [int(d) for d in ir.DenseIntElementsAttr(attr)]
-                if layout != sorted(layout, reverse=True):
-                    target = ir.StringAttr(op.attributes["call_target_name"]).value
-                    raise UnsupportedError(
-                        f"{where}: custom call {target} needs its "
-                        f"{words} {i} in layout {_layout_text(layout)}; with every HLO pass "
-                        f"disabled (xla_disable_all_hlo_passes) XLA's layout assignment does "
-                        f"not give it that layout, and it would compute on data in the wrong "
-                        f"order")
 
 
 def _wrap(entry: Computation, read: list[Reading]) -> Computation:
