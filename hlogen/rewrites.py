@@ -32,7 +32,7 @@ from jaxlib.mlir.dialects import stablehlo
 from hlogen import mlir, semantics
 from hlogen import types as T
 from hlogen.builder import InsertingBuilder, Op
-from hlogen.ops import elementwise
+from hlogen.ops import computations, elementwise, movement
 
 
 @dataclasses.dataclass(frozen=True)
@@ -376,4 +376,91 @@ def _reads(value, source, depth: int) -> bool:
     return False
 
 
-__all__ = ["Rewrite", "RewriteBuilder", "XLA_SEMANTICS", "rule", "rewrite_module"]
+# -- layouts, for XLA without its HLO passes --------------------------------------------------
+
+# With every HLO pass disabled (`--no-hlo-passes`: an *after_optimizations* dump run as it
+# is), XLA assigns no layouts: it lays a transpose out as a bitcast of its operand (and the
+# element-wise ops after it alike), a custom call's results as it asks (`result_layouts`),
+# and copies nothing into the layout a result, a call or a custom call's operand
+# (`operand_layouts`: LAPACK's are column-major) reads, nor an operand that a custom call
+# overwrites (`output_operand_aliases`) before its other readers. StableHLO says no
+# layouts but a custom call's; these entries make the data where it is read as XLA's
+# layout assignment and copy insertion would have left it, with ops XLA lays out
+# row-major in a new buffer (`_row_major`).
+LAYOUTS: list[Rewrite] = []
+
+
+def _row_major(x: Op) -> Op:
+    """x, in a new buffer laid out row-major: a reduction over a unit dimension of x + -0
+    (exactly x), which XLA lays out as it likes and no canonicalization folds away (it
+    folds reshapes and copies)."""
+    dims, et = x.shape.dimensions, x.shape.element_type
+    zero = x.builder.constant(np.array(-0.0 if et.kind in (T.FLOAT, T.COMPLEX) else 0,
+                                       et.dtype))
+    return computations.reduce(movement.reshape(x, (*dims, 1)), zero, elementwise.add,
+                               [len(dims)])
+
+
+def _permutes(op) -> bool:
+    perm = mlir.ints_attribute(op, "permutation")
+    return perm != sorted(perm)
+
+
+@rule(LAYOUTS, "stablehlo.transpose", "with every HLO pass disabled, XLA lays a transpose out "
+      "as a bitcast of its operand, and nothing copies it into the row-major layout that a "
+      "result, a call or a custom call reads", _permutes)
+def _transpose_row_major(b, op, operands):
+    return [_row_major(movement.transpose(operands[0], mlir.ints_attribute(op, "permutation")))]
+
+
+def _layouts(op, name: str) -> list:
+    if name not in op.attributes:
+        return []
+    return [[int(d) for d in ir.DenseIntElementsAttr(a)] for a in ir.ArrayAttr(op.attributes[name])]
+
+
+def _is_row_major(layout: list) -> bool:
+    return layout == sorted(layout, reverse=True)
+
+
+def _aliased_operands(op) -> set:
+    if "output_operand_aliases" not in op.attributes:
+        return set()
+    return {stablehlo.OutputOperandAlias(a).operand_index
+            for a in ir.ArrayAttr(op.attributes["output_operand_aliases"])}
+
+
+def _laid_out(op) -> bool:
+    return bool(_aliased_operands(op)) or not all(
+        _is_row_major(layout) for name in ("operand_layouts", "result_layouts")
+        for layout in _layouts(op, name))
+
+
+@rule(LAYOUTS, "stablehlo.custom_call", "with every HLO pass disabled, nothing gives a custom "
+      "call its operands in the layouts it asks for, nor copies an operand it overwrites",
+      _laid_out)
+def _custom_call_layouts(b, op, operands):
+    aliased = _aliased_operands(op)
+    moved = {}
+    for i, x in enumerate(operands):
+        layout = (_layouts(op, "operand_layouts") or [None] * len(operands))[i]
+        if layout is not None and not _is_row_major(layout):
+            order = list(reversed(layout))  # the dimensions, major to minor
+            # x's elements in the layout's order, row-major; transposed back as a bitcast
+            held = _row_major(movement.transpose(x, order))
+            moved[i] = movement.transpose(held, [order.index(d) for d in range(len(order))])
+        elif i in aliased:
+            moved[i] = _row_major(x)  # a buffer of its own to overwrite
+    new = op.clone(ir.InsertionPoint(op))  # after the operands moved, before their readers
+    for i, value in moved.items():
+        new.operands[i] = value.value
+    results = []
+    for i, value in enumerate(new.results):
+        result = Op(b, value, mlir.shape_of_type(value.type))
+        layout = (_layouts(op, "result_layouts") or [None] * len(new.results))[i]
+        results.append(_row_major(result) if layout is not None and not _is_row_major(layout)
+                       else result)
+    return results
+
+
+__all__ = ["LAYOUTS", "Rewrite", "RewriteBuilder", "XLA_SEMANTICS", "rule", "rewrite_module"]

@@ -224,6 +224,16 @@ class Shape:
     __repr__ = __str__
 
 
+def shape_text(array) -> str:
+    """An array's shape as XLA writes it (`s8[8]`), for messages (numpy's words for a
+    dtype hlogen has no element type for)."""
+    array = np.asarray(array)
+    try:
+        return str(Shape(element_type(array.dtype), array.shape))
+    except Exception:  # noqa: BLE001 - a dtype hlogen has no element type for
+        return f"{array.dtype}{list(array.shape)}"
+
+
 @dataclasses.dataclass(frozen=True)
 class TupleShape:
     """A tuple of shapes (XLA's `(f32[10], s32[])`)."""

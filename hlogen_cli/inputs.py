@@ -27,7 +27,7 @@ import numpy as np
 
 import hlogen as hg
 from hlogen import differential, preflight, types as T
-from hlogen.differential.near import shape_text
+from hlogen.types import shape_text
 from hlogen.errors import InputError, ShapeError
 from hlogen_cli import outputs
 

@@ -28,9 +28,9 @@ class BackendName(click.ParamType):
         return completion.backend_names(ctx, param, incomplete)
 
 
-# hlogen.runtime.plugins reads it; children inherit it (the command line's parent, which
-# imports no hlogen, passes --plugin on this way)
-PLUGINS_VARIABLE = "HLOGEN_PLUGINS"
+# hlogen.runtime.plugins.GIVEN: it reads it as --plugin's; children inherit it (the
+# command line's parent, which imports no hlogen, passes --plugin on this way)
+PLUGINS_VARIABLE = "HLOGEN_PLUGINS_GIVEN"
 
 
 def _add_plugins(ctx, param, values):
@@ -43,8 +43,9 @@ plugin_option = click.option(
     "--plugin", multiple=True, metavar="PATH.so[:NAME]", expose_value=False, is_eager=True,
     callback=_add_plugins, shell_complete=completion.files,
     help="Load a PJRT C API library as backend NAME (default: from the file's name, "
-         "libfoo_pjrt.so is foo_pjrt), as $HLOGEN_PLUGINS=PATH[:NAME],... does; installed "
-         "plugins are found without it. Repeatable.")
+         "libfoo_pjrt.so is foo_pjrt), as $HLOGEN_PLUGINS=PATH[:NAME],... does (--plugin "
+         "wins over it); installed plugins are found without it, and one given a name of "
+         "theirs replaces them. Repeatable.")
 
 
 def backend_option(help_text: str = "A backend: cpu, gpu, interpret (the StableHLO reference "

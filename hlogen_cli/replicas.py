@@ -19,7 +19,7 @@ import numpy as np
 
 from hlogen import types as T
 from hlogen.errors import InputError
-from hlogen.differential.near import shape_text
+from hlogen.types import shape_text
 
 
 def local_replicas(num_replicas: int, num_processes: int, process_id: int) -> list[int]:

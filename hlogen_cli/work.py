@@ -24,7 +24,7 @@ from hlogen import types as T
 from hlogen import backends as declared_backends
 from hlogen.backends import INTERPRET, Kind, compiles
 from hlogen.differential import Tolerance, compare_arrays, leaf_names
-from hlogen.differential.near import shape_text
+from hlogen.types import shape_text
 from hlogen.runtime import plugins
 from hlogen.errors import ExecutionError, HlogenError, InputError, UnsupportedError
 from hlogen.runtime import xla_options as options_of

@@ -71,7 +71,7 @@ def test_a_divergence_no_hlo_pass_explains(tmp_path):
     still = shlex.split(verdict["reproduce"]["every_pass_disabled"])
     assert "xla_disable_all_hlo_passes=true" in still
     shown = hlogen(*still[1:])
-    assert shown.exit_code == 1 and "at [0, 0]: cpu -0, interpret 0" in shown.output
+    assert shown.exit_code == 1 and "at [0, 0]: test cpu -0, reference interpret 0" in shown.output
 
 
 def test_bisect_needs_an_xla_test_side(tmp_path):

@@ -105,7 +105,8 @@ def test_compare_finds_each_rewrite_and_an_xla_flag_removes_them(tmp_path):
         assert first["expected"] == json_number(want[name][index])
     # log(exp(x)) is inf where exp overflows: 100, 1e10, 1e20
     assert "result 1 f32[2,4]: 3 of 8 elements differ" in found.output
-    assert "at [0, 1]: cpu 100, interpret inf (abs error inf, rel error inf, arg0=100)" in found.output
+    assert "at [0, 1]: test cpu 100, reference interpret inf (abs error inf, rel error inf, arg0=100)" \
+        in found.output
     fixed = hlogen("compare", path, *XW, "--xla-flag", "xla_disable_hlo_passes=algsimp")
     assert fixed.exit_code == 0, fixed.output
     assert "test cpu (xla_disable_hlo_passes=algsimp) and reference interpret agree" in fixed.output

@@ -18,10 +18,13 @@ SAMPLES = pathlib.Path(__file__).resolve().parent.parent / "samples"
 CONFORMANCE = pathlib.Path(__file__).resolve().parents[2] / "shared" / "conformance" / "stablehlo"
 
 
-def hlogen(folder, *args):
+def hlogen(folder, *args, plugins=None):
+    """The installed hlogen in `folder`; `plugins`: its $HLOGEN_PLUGINS (none by default)."""
     program = HLOGEN if HLOGEN.exists() else pathlib.Path(__import__("sys").executable).parent / "hlogen"
     env = {**os.environ, "HLOGEN_CACHE_DIR": str(folder / "cache")}
     env.pop("HLOGEN_PLUGINS", None)
+    if plugins:
+        env["HLOGEN_PLUGINS"] = plugins
     return subprocess.run([str(program), *map(str, args)], cwd=folder, capture_output=True,
                           text=True, env=env, timeout=300)
 
@@ -97,3 +100,50 @@ def test_check_on_the_plugin_says_what_jaxlibs_cpu_does(division):
     crashes = [r for r in records if r["status"] == "crash"]
     assert len(crashes) == 2 and all("jaxlib's cpu gives" in r["message"] and
                                      "a known deviation there" in r["message"] for r in crashes)
+
+
+def _listed(stdout: str, name: str) -> str:
+    lines = [line for line in stdout.splitlines() if line.startswith(f"{name}: ")]
+    assert len(lines) == 1, stdout
+    return lines[0]
+
+
+INSTALLED = "not the installed "
+
+
+def test_a_plugin_named_as_an_installed_one_replaces_it_and_says_so(division, wrappers):  # noqa: F811
+    own = wrappers["own_build"]  # its file is xla_cpu_pjrt.so: the installed plugin's name
+    listing = hlogen(division, "devices", "--plugin", own)
+    assert listing.returncode == 0, listing.stderr
+    line = _listed(listing.stdout, "xla_cpu_pjrt")
+    assert own in line and line.endswith(f"found as --plugin, {INSTALLED}{wrappers['real']}")
+    assert listing.stderr.count(f"xla_cpu_pjrt: using {own} given by --plugin, {INSTALLED}"
+                                f"{wrappers['real']}") == 1, listing.stderr
+    listing = hlogen(division, "devices", plugins=f"{own}:xla_cpu_pjrt")
+    assert _listed(listing.stdout, "xla_cpu_pjrt").endswith(
+        f"found as $HLOGEN_PLUGINS, {INSTALLED}{wrappers['real']}")
+    assert f"using {own} given by $HLOGEN_PLUGINS" in listing.stderr
+    # the library named runs: one that segfaults fails the run (the installed one would not)
+    run = hlogen(division, "run", "division.mlir", "--plugin",
+                 f"{wrappers['execute_segfaults']}:xla_cpu_pjrt", "--backend", "xla_cpu_pjrt",
+                 *INPUTS)
+    assert run.returncode in (1, 2) and "SIGSEGV" in run.stderr, run.stdout + run.stderr
+    assert run.stderr.count("xla_cpu_pjrt: using ") == 1, run.stderr
+
+
+def test_plugin_over_the_environment_and_two_libraries_under_one_name(division, wrappers):  # noqa: F811
+    own, other = wrappers["own_build"], wrappers["execute_segfaults"]
+    listing = hlogen(division, "devices", "--plugin", f"{own}:mine", plugins=f"{other}:mine")
+    assert _listed(listing.stdout, "mine").endswith(
+        f"found as --plugin, not {other} given by $HLOGEN_PLUGINS"), listing.stdout
+    assert f"mine: using {own} given by --plugin, not {other} given by $HLOGEN_PLUGINS" \
+        in listing.stderr
+    same = hlogen(division, "devices", "--plugin", f"{own}:mine", "--plugin", f"{own}:mine")
+    assert same.returncode == 0 and "found as --plugin\n" in same.stdout + "\n", same.stderr
+    for where in (dict(), dict(plugins=f"{own}:mine,{other}:mine")):
+        args = [] if where else ["--plugin", f"{own}:mine", "--plugin", f"{other}:mine"]
+        for command in (["devices"], ["run", "division.mlir", "--backend", "mine", *INPUTS]):
+            done = hlogen(division, *command, *args, **where)
+            assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+            assert f"names two libraries as plugin mine: {own} and {other}; give one of them " \
+                   f"a name of its own (PATH:OTHERNAME)" in done.stderr

@@ -42,7 +42,7 @@ def test_the_report_is_json_and_text():
     assert iteration["seed"] is None and iteration["results"][0]["first"][0]["expected"] == "inf"
     text = found.text()
     assert "test cpu (xla_cpu_enable_fast_math=false) and reference interpret differ" in text
-    assert "at [1]: cpu 51.82" in text and "interpret inf (abs error inf" in text
+    assert "at [1]: test cpu 51.82" in text and "reference interpret inf (abs error inf" in text
     assert "arg0=100)" in text
 
 

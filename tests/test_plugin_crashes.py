@@ -7,7 +7,8 @@ The libraries: GetPjrtApi that aborts; one that returns NULL; one whose API is o
 another major version; one whose functions are all NULL (jaxlib's client start calls
 one: SIGSEGV); and two that pass on the API of OpenXLA's CPU plugin (xla-cpu-pjrt, the
 test extra) with its compile function replaced by one that aborts, or its execute
-function by one that segfaults.
+function by one that segfaults (and one that passes it on unchanged: a build of one's
+own).
 """
 from __future__ import annotations
 
@@ -64,9 +65,9 @@ const PJRT_Api* GetPjrtApi(void) {
   const PJRT_Api* (*get)(void) = (const PJRT_Api* (*)(void))dlsym(real, "GetPjrtApi");
   const PJRT_Api* found = get();
   memcpy(&api, found, found->struct_size < sizeof api ? found->struct_size : sizeof api);
-#ifdef COMPILE_ABORTS
+#if defined(COMPILE_ABORTS)
   api.PJRT_Client_Compile = compile_aborts;
-#else
+#elif !defined(PASSES_ON)
   api.PJRT_LoadedExecutable_Execute = execute_segfaults;
 #endif
   return &api;
@@ -100,10 +101,14 @@ def wrappers(tmp_path_factory) -> dict:
     folder = tmp_path_factory.mktemp("wrappers")
     (folder / "wrapper.c").write_text(WRAPPER)
     flags = [f"-I{real.parent / 'include'}", f'-DREAL_LIBRARY="{real}"', "-ldl"]
-    return {"compile_aborts": _gcc(folder / "wrapper.c", folder / "compile_aborts.so",
+    return {"real": os.path.realpath(real),
+            "compile_aborts": _gcc(folder / "wrapper.c", folder / "compile_aborts.so",
                                    "-DCOMPILE_ABORTS", *flags),
             "execute_segfaults": _gcc(folder / "wrapper.c", folder / "execute_segfaults.so",
-                                      *flags)}
+                                      *flags),
+            # a plugin author's own build, its file named as the installed one's
+            "own_build": _gcc(folder / "wrapper.c", folder / "xla_cpu_pjrt.so",
+                              "-DPASSES_ON", *flags)}
 
 
 @pytest.mark.parametrize("name, said", [

@@ -150,10 +150,15 @@ class Comparison:
         inputs = "the inputs given" if last.seed is None else f"random inputs (seed {last.seed})"
         runs = f" after {len(self.iterations)} iterations" if len(self.iterations) > 1 else ""
         verdict = "agree" if self.ok else "differ"
+        nan = self.ok and last.results and all(r.all_nan for r in last.results)
         lines = [f"{self.computation}: test {self.test.label} and reference "
                  f"{self.reference.label} {verdict}{runs}, with {inputs}"
-                 + (f"; XLA_FLAGS={self.xla_flags}" if self.xla_flags else "")]
-        lines += [r.text(self.test.backend, self.reference.backend) for r in last.results]
+                 + (f"; XLA_FLAGS={self.xla_flags}" if self.xla_flags else "")
+                 + ("; but every element is NaN on both sides: the inputs may be out of the "
+                    "ops' domain" if nan else "")]
+        # each side named as test or reference: the same backend may be on both
+        lines += [r.text(f"test {self.test.backend}", f"reference {self.reference.backend}")
+                  for r in last.results]
         return "\n".join(lines)
 
 

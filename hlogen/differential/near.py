@@ -30,6 +30,7 @@ import numpy as np
 
 from hlogen import types as T
 from hlogen.errors import InputError
+from hlogen.types import shape_text
 
 
 @dataclasses.dataclass(frozen=True)
@@ -157,6 +158,11 @@ def _isnan(a: np.ndarray) -> np.ndarray:
     return np.isnan(a.astype(np.float32) if a.dtype.itemsize < 4 else a)
 
 
+def _nan_anywhere(a: np.ndarray) -> np.ndarray:
+    """Where a float (or a part of a complex number) is NaN."""
+    return _isnan(a.real) | _isnan(a.imag) if np.iscomplexobj(a) else _isnan(a)
+
+
 def _isinf(a: np.ndarray) -> np.ndarray:
     return np.isinf(a.astype(np.float32) if a.dtype.itemsize < 4 else a)
 
@@ -251,11 +257,17 @@ class ResultReport:
     histogram: dict = dataclasses.field(default_factory=dict)   # decade label -> count
     problem: str | None = None  # what makes the results incomparable (their shapes)
     max_ulp: int = 0  # the largest distance in ULP of the differing elements (floats)
+    both_nan: int = 0  # elements NaN on both sides (they match, and say nothing)
     mask: np.ndarray | None = dataclasses.field(default=None, repr=False, compare=False)
 
     @property
     def ok(self) -> bool:
         return self.problem is None and self.differing == 0
+
+    @property
+    def all_nan(self) -> bool:
+        """Every element NaN on both sides: a match that compares nothing."""
+        return self.problem is None and 0 < self.elements == self.both_nan
 
     def to_json(self) -> dict:
         return {"name": self.name, "shape": self.shape, "ok": self.ok,
@@ -263,7 +275,7 @@ class ResultReport:
                 "differing": self.differing, "max_abs_error": json_value(self.max_abs_error),
                 "max_rel_error": json_value(self.max_rel_error),
                 "first": [d.to_json() for d in self.first], "histogram": dict(self.histogram),
-                "max_ulp": self.max_ulp, "problem": self.problem}
+                "max_ulp": self.max_ulp, "both_nan": self.both_nan, "problem": self.problem}
 
     def text(self, actual: str = "actual", expected: str = "expected",
              head: str | None = None) -> str:
@@ -273,22 +285,24 @@ class ResultReport:
             return head + self.problem
         verdict = (f"all {self.elements} elements match" if self.ok else
                    f"{self.differing} of {self.elements} elements differ")
+        nan = (f"; all {self.both_nan} NaN on both sides" if self.all_nan else
+               f"; {self.both_nan} of them NaN on both sides" if self.both_nan else "")
         lines = [f"{head}{verdict} ({self.tolerance.describe()}); largest errors: abs "
-                 f"{_show(self.max_abs_error)}, rel {_show(self.max_rel_error)}"]
+                 f"{_show(self.max_abs_error)}, rel {_show(self.max_rel_error)}{nan}"]
         lines += ["  " + d.text(actual, expected) for d in self.first]
         if self.differing > len(self.first):
             lines.append(f"  ... and {self.differing - len(self.first)} more")
-        if self.histogram:
-            lines.append("  relative errors of unequal elements: " +
-                         ", ".join(f"{k}: {n}" for k, n in self.histogram.items()))
+        if self.histogram:  # of the elements whose values are not equal, by the rule or not
+            decades = ", ".join(f"{k}: {n}" for k, n in self.histogram.items())
+            unequal = sum(self.histogram.values())
+            within = unequal - self.differing
+            lines.append(
+                f"  bitwise differences within the tolerance, by relative error: {decades}"
+                if self.ok else
+                f"  relative errors of the {unequal} unequal elements, {within} within the "
+                f"tolerance: {decades}" if within > 0 else
+                f"  relative errors of unequal elements: {decades}")
         return "\n".join(lines)
-
-
-def shape_text(array: np.ndarray) -> str:
-    try:
-        return str(T.Shape(T.element_type(array.dtype), array.shape))
-    except Exception:  # a dtype hlogen has no element type for
-        return f"{array.dtype}{list(array.shape)}"
 
 
 def compare_arrays(actual, expected, tolerance: Tolerance | None = None, *, name: str = "result",
@@ -307,6 +321,8 @@ def compare_arrays(actual, expected, tolerance: Tolerance | None = None, *, name
                             problem=f"the results' shapes differ: {shape_text(actual)} against "
                                     f"{shape_text(expected)}")
     report = ResultReport(name, shape_text(expected), tolerance, int(expected.size), 0)
+    if _kind(actual.dtype) in (T.FLOAT, T.COMPLEX):
+        report.both_nan = int(np.count_nonzero(_nan_anywhere(actual) & _nan_anywhere(expected)))
     if mask:
         report.mask = np.zeros(actual.shape, bool)
     # only the elements whose bits differ need the rule (where equal bits match): one pass

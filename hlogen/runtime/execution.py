@@ -10,6 +10,11 @@ Python reads for bf16, f8, int4 or complex values only wrongly, or by ending the
 process) are converted inside the module: floats to the unsigned integers of their bits
 (f6 to f32), narrow integers to 8 bits, complex numbers split into real and imaginary
 parts.
+
+What a backend hands back is checked against the module's declared results
+(`check_results`, for every backend, where results come back): a result of another
+shape or element type (XLA CPU's bitcast_convert of tensor<8xi1> to tensor<i8> gives
+s8[8]) is an ExecutionError, never shown as the answer.
 """
 from __future__ import annotations
 
@@ -22,7 +27,7 @@ from hlogen import types as T
 from hlogen.backends import Backend, Kind
 from hlogen.builder import Builder, Op
 from hlogen.computation import Computation
-from hlogen.errors import ShapeError
+from hlogen.errors import ExecutionError, ShapeError
 from hlogen.ops import tuples
 
 
@@ -84,8 +89,31 @@ class Prepared:
         return flat
 
 
+def check_results(computation: Computation, backend: str, results: list, cut=None) -> None:
+    """ExecutionError where `backend`'s results (one array per leaf of `computation`'s
+    results, as read) are not as many, or not of the shapes and element types, as the
+    module declares: a backend's wrong answer of another type is no answer. A dimension
+    `cut` (hlogen.dynamism.Cut) cut to its runtime size may be shorter than declared."""
+    declared = T.leaf_shapes(computation.result_shapes)
+    if len(results) != len(declared):
+        raise ExecutionError(f"{computation.name}: the {backend} backend returned "
+                             f"{len(results)} result(s) where the module declares "
+                             f"{len(declared)}: {', '.join(map(str, declared))}")
+    dynamic = {(r, d) for r, d, _ in cut.cuts} if cut is not None else set()
+    for i, (leaf, got) in enumerate(zip(declared, results)):
+        got = np.asarray(got)
+        fits = got.ndim == len(leaf.dimensions) and all(
+            n == bound or ((i, d) in dynamic and n <= bound)
+            for d, (n, bound) in enumerate(zip(got.shape, leaf.dimensions)))
+        if not fits or got.dtype != leaf.dtype:
+            raise ExecutionError(
+                f"{computation.name}: the {backend} backend returned result {i} as "
+                f"{T.shape_text(got)}, where the module declares {leaf}: not an answer of the "
+                f"module (a bug of the backend's, its values not shown)")
+
+
 def prepare(computation: Computation, backend: Backend, num_replicas: int = 1,
-            num_partitions: int = 1) -> Prepared:
+            num_partitions: int = 1, hlo_passes: bool = True) -> Prepared:
     """The module `backend` runs: checked (hlogen.preflight, including its collectives
     against `num_replicas`), legalized, rewritten as the backend's declaration lists
     (hlogen.rewrites), then checked for what the backend refuses. `num_partitions` above
@@ -106,6 +134,8 @@ def prepare(computation: Computation, backend: Backend, num_replicas: int = 1,
     cut = dynamism.expose(legal.module) if dynamism.present(computation.module, cached=True) \
         else None
     rewrites.rewrite_module(legal.module, backend.rewrites, num_replicas)
+    if not hlo_passes:  # no layout assignment: where layouts matter, data moved instead
+        rewrites.rewrite_module(legal.module, rewrites.LAYOUTS, num_replicas)
     read = [_reading(backend, leaf.element_type)
             for leaf in T.leaf_shapes(computation.result_shapes)]
     if cut is not None:  # the hidden results: s32 sizes

@@ -31,7 +31,7 @@ from hlogen.errors import ExecutionError
 from hlogen.ops import collectives
 from hlogen.runtime.arrays import (check_signature, flatten_arguments, replica_lists,
                                    replicated_call_error, structure_results)
-from hlogen.runtime.execution import Prepared, prepare
+from hlogen.runtime.execution import Prepared, check_results, prepare
 
 _prepared: collections.OrderedDict = collections.OrderedDict()
 _PREPARED_KEPT = 64
@@ -77,9 +77,11 @@ class Interpreted:
                                      f"failed:\n{detail}") from None
         arrays = [np.array(r) for r in raw]
         per = len(arrays) // self.num_replicas
-        return [structure_results(self.computation.result_shapes,
-                                  self._prepared.read_results(arrays[r * per:(r + 1) * per]))
-                for r in range(self.num_replicas)]
+        results = [self._prepared.read_results(arrays[r * per:(r + 1) * per])
+                   for r in range(self.num_replicas)]
+        for flat in results:
+            check_results(self.computation, self.backend, flat, self._prepared.cut)
+        return [structure_results(self.computation.result_shapes, flat) for flat in results]
 
 
 def _prepare_cached(computation: Computation, backend: Backend,

@@ -26,6 +26,7 @@ from hlogen.runtime import xla_options as _xla_options
 from hlogen.runtime.arrays import (check_signature, flatten_arguments,
                                    native, replica_lists, replicated_call_error,
                                    structure_results)
+from hlogen.runtime import execution
 from hlogen.runtime.execution import prepare
 
 _cache: collections.OrderedDict = collections.OrderedDict()  # least recently used first
@@ -204,7 +205,8 @@ class Executable:
                 except _jaxlib.JaxRuntimeError:
                     pass  # written by an XLA that serializes differently: compile again
             self.cache_outcome = "miss"
-        prepared = prepare(self.computation, self.declaration, self.num_replicas)
+        prepared = prepare(self.computation, self.declaration, self.num_replicas,
+                           hlo_passes=not dict(self.xla_options).get("xla_disable_all_hlo_passes"))
         self._cut = prepared.cut
         try:
             loaded = _jaxlib.compile(pjrt, prepared.computation.to_bytecode(), self.devices,
@@ -295,9 +297,11 @@ class Executable:
                                      f"{e}") from None
         finally:
             _swap_x64(previous)
-        return [structure_results(self.computation.result_shapes,
-                                  [np.asarray(per_result[r]) for per_result in outs])
-                for r in range(len(per_replica))]
+        results = [[np.asarray(per_result[r]) for per_result in outs]
+                   for r in range(len(per_replica))]
+        for flat in results:
+            execution.check_results(self.computation, self.backend, flat)
+        return [structure_results(self.computation.result_shapes, flat) for flat in results]
 
     def _call_flat(self, *args) -> list:
         arrays = flatten_arguments(self.computation, args)
@@ -312,8 +316,10 @@ class Executable:
             raise ExecutionError(f"{self.computation.name} failed on {self.backend}: {e}") from None
 
     def _run(self, *args):
-        """The Python path: the bare result array, or a tuple of raw results."""
+        """The Python path: the bare result array, or a tuple of raw results, checked
+        against the module's results (jax's fast path repeats only calls that passed)."""
         outs = self._call_flat(*args)
+        execution.check_results(self.computation, self.backend, outs, self._cut)
         return outs[0] if self._one_plain_result else tuple(outs)
 
     def _run_and_describe(self, *args):

@@ -4,8 +4,12 @@ path, loaded into jax and declared in hlogen.backends under a name of its own.
 Where plugins are found (`available` lists them without loading any, or starting jax):
 - OpenXLA's `xla_plugins` entry points (xla-cpu-pjrt declares one): the library lies
   beside the package's __init__.py; the backend is named after the entry point;
-- $HLOGEN_PLUGINS, `PATH[:NAME],...`, and `load_plugin(path, name=None)`: a name
-  defaults from the file's (libfoo_pjrt.so -> foo_pjrt);
+- the command line's --plugin, $HLOGEN_PLUGINS (each `PATH[:NAME],...`) and
+  `load_plugin(path, name=None)`: a name defaults from the file's (libfoo_pjrt.so ->
+  foo_pjrt). A library named so wins over an installed plugin of the same name (a plugin
+  author testing his own build of `xla_cpu_pjrt` gets his build, under the name his
+  known-failure lists and scripts use), and --plugin over $HLOGEN_PLUGINS, each said
+  once on standard error; one name given two libraries in one list is refused;
 - jax's own plugins (`jax_plugins` namespace packages and entry points): jax imports
   them, and they register themselves, when its backends start; hlogen declares what
   they registered, under jax's names (`discover`).
@@ -49,6 +53,13 @@ from hlogen.errors import HlogenError, InputError, UnsupportedError
 from hlogen.runtime import xla_options
 
 ENVIRONMENT = "HLOGEN_PLUGINS"  # PATH[:NAME],... loaded by discovery
+# The command line's --plugin and the plugins hg.load_plugin loaded, as PATH[:NAME],...
+# in variables of their own, so that discovery (in this process and in hlogen's children)
+# says truthfully where each came from; the first of the three names wins
+GIVEN = "HLOGEN_PLUGINS_GIVEN"
+LOADED = "HLOGEN_PLUGINS_LOADED"
+EXPLICIT = ((LOADED, "hg.load_plugin"), (GIVEN, "--plugin"), (ENVIRONMENT, f"${ENVIRONMENT}"))
+SAID = "HLOGEN_PLUGINS_SAID"  # set once the choices were said: hlogen's children say them not again
 ENTRY_POINTS = "xla_plugins"    # OpenXLA's entry point group: NAME = package (library beside it)
 LIBRARY_SUFFIXES = (".so", ".dylib", ".dll")
 PJRT_API_MAJOR = 0  # the PJRT C API major version jaxlib 0.10 speaks (pjrt_c_api.h)
@@ -62,15 +73,18 @@ _RESERVED = {"all"}  # the command line's word for every backend
 @dataclasses.dataclass(frozen=True)
 class Found:
     """A plugin found, before it loads: the backend name it gets, its library (a real
-    path), where it was found (in words) and its package's version ("" when none)."""
+    path), where it was found (in words), its package's version ("" when none) and the
+    libraries of its name that it replaces."""
     name: str
     library: str
     source: str
     version: str = ""
+    replaces: str = ""  # the libraries of its name that it wins over, in words
 
 
 _loaded: dict[str, Backend] = {}   # name -> declaration, of every plugin loaded here
 _by_path: list[str] = []           # PATH:NAME of each loaded by path, for child processes
+_said: list[bool] = []             # whether _say_choices said them in this process
 
 
 # -- finding ---------------------------------------------------------------------------------
@@ -83,15 +97,30 @@ def name_from_file(path: str) -> str:
 
 
 def available() -> list[Found]:
-    """The plugins hlogen loads by itself (entry points, $HLOGEN_PLUGINS) and the ones
-    loaded here, in that order, without loading any. (jax's own plugins are known only
-    once jax starts: `discover`.) A name given twice is listed once, as first found."""
-    found: dict[str, Found] = {}
-    for each in [*_entry_points(), *_from_environment(),
-                 *(Found(b.name, b.identity["library"], b.identity["source"],
-                         b.identity["version"]) for b in _loaded.values())]:
-        found.setdefault(each.name, each)
-    return list(found.values())
+    """The plugins loaded here, the ones named (hg.load_plugin's, --plugin's,
+    $HLOGEN_PLUGINS') and the installed ones (entry points), without loading any. (jax's
+    own plugins are known only once jax starts: `discover`.) A name is listed once: a
+    plugin loaded here first, then one named (in that order) over an installed one, saying
+    which it replaces; InputError for one name given two libraries in one list."""
+    found: dict[str, Found] = {b.name: Found(b.name, b.identity["library"],
+                                             b.identity["source"], b.identity["version"])
+                               for b in _loaded.values()}
+    named, installed = _named(), _entry_points()
+    for each in [*named, *installed]:
+        first = found.setdefault(each.name, each)
+        if first.library != each.library and first.name not in _loaded:
+            other = (f"the installed {each.library}" if each in installed
+                     else f"{each.library} given by {each.source}")
+            found[each.name] = dataclasses.replace(
+                first, replaces=", ".join(filter(None, [first.replaces, other])))
+    order = dict.fromkeys(f.name for f in [*installed, *named, *found.values()])
+    return [found[name] for name in order]  # installed first, as `hlogen devices` lists them
+
+
+def choices() -> list[str]:
+    """In words, each plugin named that replaces another of its name (`available`)."""
+    return [f"{f.name}: using {f.library} given by {f.source}, not {f.replaces}"
+            for f in available() if f.replaces]
 
 
 def _entry_points() -> list[Found]:
@@ -138,12 +167,23 @@ def parse_list(text: str) -> list[tuple[str, str | None]]:
     return items
 
 
-def _from_environment() -> list[Found]:
+def _named() -> list[Found]:
+    """The plugins named by path (EXPLICIT's variables, in order), each name once in each
+    list: two libraries under one name in one list is an InputError naming both."""
     found = []
-    for path, name in parse_list(os.environ.get(ENVIRONMENT, "")):
-        library = os.path.realpath(path)
-        found.append(Found(name or name_from_file(library), library, f"${ENVIRONMENT}",
-                           _package_version(library)))
+    for variable, words in EXPLICIT:
+        listed: dict[str, str] = {}
+        for path, name in parse_list(os.environ.get(variable, "")):
+            library = os.path.realpath(path)
+            name = name or name_from_file(path)  # the name as given: a link is named by itself
+            if name in listed:
+                if listed[name] != library:
+                    raise InputError(f"{words} names two libraries as plugin {name}: "
+                                     f"{listed[name]} and {library}; give one of them a name "
+                                     f"of its own (PATH:OTHERNAME)")
+                continue  # the same library twice
+            listed[name] = library
+            found.append(Found(name, library, words, _package_version(library)))
     return found
 
 
@@ -166,6 +206,7 @@ def discover(isolate: bool = False) -> list[Backend]:
     plugins jax's own discovery registered; one that fails is left out, with why, in
     hlogen.backends.UNAVAILABLE. `isolate`: probe each in a child process first (one
     that ends the process is refused instead of ending this one). The plugins declared."""
+    _say_choices()
     for found in available():
         if found.name in _loaded or found.name in backends.UNAVAILABLE:
             continue
@@ -175,6 +216,21 @@ def discover(isolate: bool = False) -> list[Backend]:
             backends.UNAVAILABLE[found.name] = str(e)
     _declare_jax_plugins()
     return list(_loaded.values())
+
+
+def _say_choices() -> None:
+    """Says on standard error, once for hlogen and its children, each plugin named that
+    replaces another of its name: the user sees which library runs."""
+    if os.environ.get(SAID) or _said:
+        return
+    for words in choices():
+        print(f"hlogen: {words}", file=sys.stderr, flush=True)
+    _said.append(True)
+    native.pass_to_children(_quiet_children)
+
+
+def _quiet_children() -> dict:
+    return {SAID: "1"}
 
 
 def load_plugin(path, name: str | None = None, isolate: bool = True) -> Backend:
@@ -196,8 +252,8 @@ def load_plugin(path, name: str | None = None, isolate: bool = True) -> Backend:
 
 
 def _for_children() -> dict:
-    """$HLOGEN_PLUGINS of a child: this process's, and the plugins loaded here by path."""
-    return {ENVIRONMENT: ",".join(filter(None, [os.environ.get(ENVIRONMENT), *_by_path]))}
+    """The plugins loaded here by path, for a child (its LOADED, over this process's)."""
+    return {LOADED: ",".join(filter(None, [os.environ.get(LOADED), *_by_path]))}
 
 
 def _existing(path) -> str:
@@ -333,7 +389,7 @@ def _declare(found: Found, client, api_version: str) -> Backend:
         "xla_options": (f"{len(options)} DebugOptions fields (read from its library)" if options
                         else "not known (its library holds no DebugOptions descriptor): XLA "
                              "checks them when it compiles"),
-        "source": found.source,
+        "source": found.source + (f", not {found.replaces}" if found.replaces else ""),
         "refusals": REFUSALS,
     }
     backend = backends.declare(Backend(
