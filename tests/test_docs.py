@@ -7,7 +7,10 @@ mkdocs is in the test extra, so `make test` always builds the site (a second or 
 a page that breaks the site fails the suite, not only `make docs`."""
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import io
+import os
 import pathlib
 import re
 import subprocess
@@ -76,3 +79,81 @@ def test_conformance_in_ci(tmp_path, monkeypatch):
     out = tmp_path / "clone" / "out"
     assert 'tests="8"' in (out / "conformance.xml").read_text()
     assert len((out / "conformance.jsonl").read_text().splitlines()) == 8
+
+
+# -- the sessions of the features documented with issue 33 (reduce, compare, plugins,
+# --no-hlo-passes, xla_client, dynamic dimensions) ------------------------------------------
+
+def _files_cat_shows(page: str, heading: str):
+    """A `prepare` for run_section: writes each file that a `$ cat FILE` of the session
+    shows, as it shows it (the page holds the file once, and the test reads it there)."""
+    def prepare(clone: pathlib.Path) -> None:
+        for command in re.split(r"^\$ ", docs.console(page, heading), flags=re.M)[1:]:
+            line, _, shown = command.partition("\n")
+            if line.startswith("cat "):
+                (clone / line.split()[1]).write_text(shown)
+    return prepare
+
+
+def _printed(code: str, filename: str) -> str:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(code, filename, "exec"), {"__name__": "docs"})
+    return out.getvalue()
+
+
+def test_what_reduce_refuses(tmp_path, monkeypatch):
+    assert len(run_section("docs/reduce.md", "When reduce says no", tmp_path, monkeypatch)) == 5
+    assert not (tmp_path / "clone" / "out" / "reduce" / "small.mlir").exists()
+
+
+def test_compare_of_nan_on_both_sides(tmp_path, monkeypatch):
+    assert len(run_section("docs/disagree.md", "Every element NaN on both sides", tmp_path,
+                           monkeypatch, prepare=_files_cat_shows(
+                               "docs/disagree.md", "Every element NaN on both sides"))) == 2
+
+
+def test_a_result_of_another_shape_is_refused(tmp_path, monkeypatch):
+    assert len(run_section("docs/plugins.md", "A result of another shape", tmp_path, monkeypatch,
+                           prepare=_files_cat_shows(
+                               "docs/plugins.md", "A result of another shape"))) == 3
+
+
+def test_layouts_under_no_hlo_passes(tmp_path, monkeypatch):
+    bin_dir = str(pathlib.Path(sys.executable).parent)  # the session's python is this venv's
+    monkeypatch.setenv("PATH", bin_dir + os.pathsep + os.environ["PATH"])
+    monkeypatch.delenv("XLA_FLAGS", raising=False)
+    assert len(run_section("docs/running.md", "Layouts under --no-hlo-passes", tmp_path,
+                           monkeypatch)) == 2
+
+
+def test_result_accuracy_example():
+    page, heading = "docs/xla-client.md", "Result accuracy"
+    (code,), (expected,) = (docs.blocks(page, language, heading) for language in ("python", "text"))
+    assert _printed(code, "/path/to/script.py") == expected  # the page's name for the script
+
+
+def test_dynamic_dimensions_in_python():
+    (code,), (expected,) = (docs.blocks("docs/dynamic.md", language, "In Python")[:1]
+                            for language in ("python", "text"))
+    assert _printed(code, "docs/dynamic.md") == expected
+
+
+def test_dynamic_dimensions_in_stablehlo(tmp_path, monkeypatch):
+    assert len(run_section("docs/dynamic.md", "The example in StableHLO", tmp_path, monkeypatch,
+                           prepare=_files_cat_shows(
+                               "docs/dynamic.md", "The example in StableHLO"))) == 4
+
+
+def test_a_dynamic_module_that_ends_xla_is_reduced(tmp_path, monkeypatch):
+    assert len(run_section("docs/dynamic.md", "A module that ends XLA CPU", tmp_path, monkeypatch,
+                           prepare=_files_cat_shows(
+                               "docs/dynamic.md", "A module that ends XLA CPU"))) == 3
+    reduced = (tmp_path / "clone" / "small.mlir").read_text()
+    assert "stablehlo.reduce_window" in reduced and "#stablehlo.bounds" in reduced
+
+
+def test_unbounded_dynamic_dimensions(tmp_path, monkeypatch):
+    assert len(run_section("docs/dynamic.md", "Unbounded dynamic dimensions", tmp_path,
+                           monkeypatch, prepare=_files_cat_shows(
+                               "docs/dynamic.md", "Unbounded dynamic dimensions"))) == 3
