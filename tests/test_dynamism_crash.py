@@ -55,7 +55,8 @@ def hlogen(*args):
     return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
 
 
-@pytest.mark.parametrize("issue", sorted(INPUTS))
+# #47356's module is docs/dynamic.md's, whose session tests/test_docs.py runs (reduce included)
+@pytest.mark.parametrize("issue", ["47345"])
 def test_an_issue_module_is_reduced_while_it_still_aborts_xla(issue, tmp_path):
     source = tmp_path / f"{issue}.mlir"
     source.write_text(ISSUE_47345 if issue == "47345" else ISSUE_47356)
