@@ -96,6 +96,14 @@ class Backend:
     def __str__(self) -> str:
         return self.name
 
+    def __hash__(self) -> int:  # (a name is declared once: equal backends have one name)
+        return hash(self.name)
+
+    @property
+    def plain_name(self) -> str:
+        """Its name without the XLA options `with_options` named it by."""
+        return self.name.split("[", 1)[0]
+
     def refusal(self, op: ir.Operation) -> str | None:
         """Why this backend cannot run `op` (by its name and dialect), or None."""
         found = self.refuses.get(op.name)
@@ -131,7 +139,7 @@ class Backend:
         merged.update(options)
         pairs = tuple(sorted(merged.items()))
         if name is None:
-            base = self.name.split("[", 1)[0]
+            base = self.plain_name
             name = base + "[" + ",".join(f"{k}={v}" for k, v in pairs) + "]" if pairs else base
         return declare(dataclasses.replace(self, name=name, xla_options=pairs))
 
