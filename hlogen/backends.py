@@ -13,7 +13,9 @@ hlogen.preflight checks a module against it, hlogen.rewrites applies its sets, t
 runs it by `kind`, and `hlogen devices`, the command line's `--backend` and the
 conformance runner list the declared backends. Adding a backend is one `declare` call:
 PJRT plugins are declared by hlogen.runtime when they load, and `with_options` declares
-"the same backend under other XLA options".
+"the same backend under other XLA options". What differs by kind is a field here
+(`compiles`) or the executable's (hlogen.runtime.executable): nothing branches on `kind`
+but hlogen.runtime's table of compilers.
 
 Every refusal here was seen on jaxlib 0.10.2: the op ends the process (SIGSEGV, SIGABRT,
 SIGFPE), fails to compile, never finishes, or computes wrong values.
@@ -40,7 +42,8 @@ from hlogen.rewrites import XLA_SEMANTICS
 
 class Kind(enum.Enum):
     """How a backend runs a module: in-process on the StableHLO reference interpreter, or
-    compiled by XLA behind a PJRT client (jaxlib's cpu and gpu, or a plugin)."""
+    compiled by XLA behind a PJRT client (jaxlib's cpu and gpu, or a plugin). Each is a
+    row of hlogen.runtime.COMPILERS, which names the runtime module that compiles it."""
     INTERPRETER = "interpreter"
     PJRT = "pjrt"
 
@@ -80,15 +83,26 @@ class Backend:
     xla_options: tuple = ()  # (name, value) pairs every compile gets (see with_options)
     # a PJRT plugin's facts: its library, what it says of itself (hlogen.runtime.plugins)
     identity: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    # XLA compiles its modules: it takes XLA options, its executables have a disk cache
+    # and optimized HLO, its results come back as they are (False: the interpreter)
+    compiles: bool = True
 
     def __post_init__(self):
-        if self.readable is not None and self.kind is not Kind.INTERPRETER:
+        if self.readable is not None and self.compiles:
             raise InputError(f"backend {self.name!r}: `readable` is the interpreter's (its results "
                              f"are MLIR attributes); a PJRT executable hands back every type as "
                              f"it is, and nothing would turn carriers back")
 
     def __str__(self) -> str:
         return self.name
+
+    def __hash__(self) -> int:  # (a name is declared once: equal backends have one name)
+        return hash(self.name)
+
+    @property
+    def plain_name(self) -> str:
+        """Its name without the XLA options `with_options` named it by."""
+        return self.name.split("[", 1)[0]
 
     def refusal(self, op: ir.Operation) -> str | None:
         """Why this backend cannot run `op` (by its name and dialect), or None."""
@@ -118,14 +132,14 @@ class Backend:
     def with_options(self, options: Mapping[str, object], name: str | None = None) -> "Backend":
         """This backend under other XLA options (a PJRT backend): declared under `name`
         (default: NAME[opt=value,...]), compiled and cached apart from the plain one."""
-        if self.kind is not Kind.PJRT:
+        if not self.compiles:
             raise InputError(f"backend {self.name!r}: XLA options apply to PJRT backends; "
                              f"{self.words} compiles nothing")
         merged = dict(self.xla_options)
         merged.update(options)
         pairs = tuple(sorted(merged.items()))
         if name is None:
-            base = self.name.split("[", 1)[0]
+            base = self.plain_name
             name = base + "[" + ",".join(f"{k}={v}" for k, v in pairs) + "]" if pairs else base
         return declare(dataclasses.replace(self, name=name, xla_options=pairs))
 
@@ -155,7 +169,7 @@ def discover() -> dict[str, Backend]:
 
 def compiles(name) -> bool:
     """Whether backend `name` compiles modules with XLA (a PJRT backend)."""
-    return get(name).kind is Kind.PJRT
+    return get(name).compiles
 
 
 def declare(backend: Backend) -> Backend:
@@ -417,7 +431,7 @@ _interpreter_tolerance = _tolerance_refusal("the reference interpreter")
 _MAX_TO_ZERO = "the reference interpreter rounds results equal to the largest finite value (±{}) to 0"
 
 INTERPRET = declare(Backend(
-    name="interpret", kind=Kind.INTERPRETER, words="the reference interpreter",
+    name="interpret", kind=Kind.INTERPRETER, words="the reference interpreter", compiles=False,
     description="the StableHLO reference interpreter: slow, exact, in this process",
     refuses={
         "stablehlo.rng": Refusal("its state is XLA's, kept in the process, so no module can "

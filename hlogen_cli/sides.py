@@ -8,7 +8,7 @@ import dataclasses
 import json
 import shlex
 
-from hlogen import backends, differential
+from hlogen import differential
 from hlogen.computation import Computation
 from hlogen.errors import InputError
 from hlogen.files import Output
@@ -65,17 +65,18 @@ def sides_of(sides: dict) -> tuple:
     made = {}
     for which in ("test", "reference"):
         own = checked_xla_flags(sides[f"{which}_flags"], f"--{which}-flag")
-        # plugins probed first; an unknown name: exit 2, naming --test or --reference
-        declaration(sides[which].removeprefix(differential.HLO_ROUTE), f"--{which}")
-        side = differential.Side.of(sides[which])
-        if not backends.compiles(side.backend):
+        # the name looked up once, here (plugins probed first; an unknown name: exit 2,
+        # naming --test or --reference): the Side holds the Backend
+        declared = declaration(sides[which].removeprefix(differential.HLO_ROUTE), f"--{which}")
+        side = differential.Side(declared, sides[which].startswith(differential.HLO_ROUTE))
+        if not declared.compiles:
             if own:
                 raise InputError(f"--{which}-flag: the {which} side, {side.backend}, compiles "
                                  f"nothing")
             made[which] = side
             continue
         made[which] = differential.Side.of(side, options_of.merged(both, own))
-    if both and not any(backends.compiles(s.backend) for s in made.values()):
+    if both and not any(s.declared.compiles for s in made.values()):
         raise InputError("--xla-flag sets options of XLA's compiles: neither side compiles")
     return made["test"], made["reference"]
 

@@ -19,10 +19,10 @@ import click
 import numpy as np
 
 import hlogen as hg
-from hlogen import files
+from hlogen import files, runtime
 from hlogen import types as T
 from hlogen import backends as declared_backends
-from hlogen.backends import INTERPRET, Kind, compiles
+from hlogen.backends import INTERPRET, compiles
 from hlogen.differential import Tolerance, compare_arrays, leaf_names
 from hlogen.types import shape_text
 from hlogen.runtime import plugins
@@ -55,7 +55,7 @@ def compiling(name: str | None):
     if name is None:
         return None
     declared = declaration(name)
-    if declared.kind is not Kind.PJRT:
+    if not declared.compiles:
         raise InputError(f"--backend {name}: {declared.words} compiles nothing; XLA compiles "
                          f"for a PJRT backend: cpu, gpu or a plugin (hlogen devices lists them)")
     return declared
@@ -102,7 +102,7 @@ def run(file: str, function_name: str | None, options: dict, default_inputs=None
         _join(o.join_arguments(isolation.elapsed()))
     backends = [o.backend or (from_file and from_file.backend)] + \
         ([INTERPRET.name] if o.check_interpret else [])
-    if o.profile and backends[0] and declaration(backends[0]).kind is Kind.INTERPRETER:
+    if o.profile and backends[0] and not declaration(backends[0]).compiles:
         raise InputError("--profile traces XLA's compile and runs; the interpreter has no trace")
     # --profile DIR: jax's trace of the compile and the runs (the interpreter's left out)
     with _profile().trace(o.profile) if o.profile else contextlib.nullcontext() as traced:
@@ -258,16 +258,17 @@ def compiled(comp, backend: str | None, no_cache: bool, num_replicas: int = 1,
     executable cache unless `no_cache` (the options are part of its key)."""
     isolation.status("compile", backend=backend)
     declared = None if backend is None else declaration(backend)
-    if declared is not None and declared.kind is Kind.INTERPRETER:
+    if declared is not None and not declared.compiles:  # no disk cache, no XLA options
         return Compiled(hg.compile(comp, backend=declared, num_replicas=num_replicas),
                         "prepared")
     # jax loads here, not at the top: the child's start-up (0.5 s of jax) waits until the
     # module and the inputs are checked, so that bad input is refused at once (start-up)
-    from hlogen.runtime import _jaxlib, pjrt
+    from hlogen.runtime import _jaxlib
     cache = from_file.as_cache() if from_file else None if no_cache else _Cache()
-    try:
-        exe = pjrt.compile(comp, declared, cache, num_replicas=num_replicas,
-                           xla_options=xla_options)
+    try:  # (the options are checked: the compiler's entry, not hg.compile, which checks them)
+        exe = runtime.compiler(declared).compile(comp, declared, cache,
+                                                 num_replicas=num_replicas,
+                                                 xla_options=xla_options)
     except (ExecutionError, UnsupportedError) as e:
         if not dict(xla_options).get("xla_disable_all_hlo_passes"):
             raise

@@ -8,7 +8,6 @@ import time
 
 from hlogen import backends as declared
 from hlogen import types as T
-from hlogen.backends import compiles
 from hlogen.conformance import files, known, pool
 from hlogen.conformance.sample import element_types_in, ops_in
 from hlogen.errors import ExecutionError, InputError
@@ -66,19 +65,21 @@ def tasks_for(paths, backends: list) -> tuple[list, dict]:
 def run(paths, backends, jobs: int | None = None, timeout: float = 120.0, known_lists=(),
         use_default_known: bool = True, on_record=None, explain: bool = False,
         batch: int = 8, xla_options=()) -> Run:
-    """Runs every module of `paths` on each of `backends` (names hlogen.backends declares);
-    PJRT modules are compiled `batch` at a time (see runner.run_batch), with `xla_options`
-    (XLA's options, checked by hlogen.runtime.xla_options)."""
+    """Runs every module of `paths` on each of `backends` (Backends, or names hlogen.backends
+    declares, each looked up here once); PJRT modules are compiled `batch` at a time (see
+    runner.run_batch), with `xla_options` (XLA's options, checked by hlogen.runtime.xla_options)."""
     jobs = jobs or os.cpu_count() or 1
     entries = known.load(known.DEFAULT) if use_default_known else []
     for path in known_lists:
         entries += known.load(path)
-    tasks, plans = tasks_for(paths, list(backends))
-    options = [list(o) for o in xla_options]  # (as JSON carries them to the workers)
+    chosen = {b.name: b for b in map(declared.get, backends)}
+    tasks, plans = tasks_for(paths, list(chosen))  # (names: JSON carries tasks to the workers)
+    options = [list(o) for o in xla_options]
     for t in tasks:
+        compiled = chosen[t["backend"]].compiles
         if explain:
-            t["explain"] = compiles(t["backend"])
-        if options and compiles(t["backend"]):
+            t["explain"] = compiled
+        if options and compiled:
             t["xla_options"] = options
     records: list = []
     start = time.perf_counter()
@@ -96,7 +97,7 @@ def run(paths, backends, jobs: int | None = None, timeout: float = 120.0, known_
     order = {(t["file"], t["module"], t["backend"]): i for i, t in enumerate(tasks)}
     records.sort(key=lambda r: order.get((r["file"], r["module"], r["backend"]), 1 << 30))
     _beside_jaxlib_cpu(records, plans, entries, jobs, timeout, batch, options)
-    return Run(records, list(backends), time.perf_counter() - start, jobs, entries)
+    return Run(records, list(chosen), time.perf_counter() - start, jobs, entries)
 
 
 def _beside_jaxlib_cpu(records: list, plans: dict, entries: list, jobs: int, timeout: float,

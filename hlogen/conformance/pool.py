@@ -36,8 +36,9 @@ def run_tasks(tasks: list, jobs: int, timeout: float, on_result, batch: int = 1)
     `batch` at a time to one worker (compiled together); when a batch crashes or times
     out, its tasks are run again one by one, so that the record names the module."""
     todo: queue.Queue = queue.Queue()
-    pending = [t for t in tasks if not backends.compiles(t["backend"])]
-    pjrt = [t for t in tasks if backends.compiles(t["backend"])]
+    compiled = {name: backends.compiles(name) for name in {t["backend"] for t in tasks}}  # once
+    pending = [t for t in tasks if not compiled[t["backend"]]]
+    pjrt = [t for t in tasks if compiled[t["backend"]]]
     for i in range(0, len(pjrt), max(batch, 1)):
         group = pjrt[i:i + max(batch, 1)]
         todo.put({"batch": group, "explain": any(t.get("explain") for t in group)}

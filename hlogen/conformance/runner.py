@@ -36,7 +36,7 @@ def read_modules(path: str) -> tuple[files.Plan, list[files.Module]]:
     return plan, files.modules_of(path, text, plan)
 
 
-def execute(case: Case, backend: str) -> list:
+def execute(case: Case, backend: backends.Backend) -> list:
     """The module's results (actual values, then expected values) as numpy arrays."""
     comp, replicated = case.computation, case.replicated
     if comp is None:
@@ -67,9 +67,9 @@ def run_one(path: str, index: int, backend: str, explain: bool = False, xla_opti
     start = time.perf_counter()
     record = _new_record(path, index, backend)
     with _recording(record, start):
-        case = _load(path, index, backend, record, refined)
+        on = declared(backend, xla_options)  # the task's name, looked up once
+        case = _load(path, index, on, record, refined)
         if case is not None:
-            on = declared(backend, xla_options)
             _judge(case, execute(case, on), record, on, explain)
     return record
 
@@ -81,12 +81,16 @@ def run_batch(items: list, explain: bool = False) -> list:
     its own (separate parameters and results). Modules that cannot join a batch (extra
     functions) or a batch that fails to compile or run are run one by one."""
     records, cases = [], []
+    options = items[0].get("xla_options", ()) if items else ()  # (one check run: the same)
+    resolved: dict = {}  # each backend name looked up once
     for item in items:
         start = time.perf_counter()
         record = _new_record(item["file"], item["module"], item["backend"])
         case = None
         with _recording(record, start):
-            case = _load(item["file"], item["module"], item["backend"], record,
+            if item["backend"] not in resolved:
+                resolved[item["backend"]] = declared(item["backend"], options)
+            case = _load(item["file"], item["module"], resolved[item["backend"]], record,
                          item.get("refined", False))
         records.append(record)
         if case is not None:
@@ -96,9 +100,8 @@ def run_batch(items: list, explain: bool = False) -> list:
         joinable = (case.computation is not None and case.replicated is None
                     and len(list(case.computation.module.body.operations)) == 1)
         by_backend.setdefault((record["backend"], joinable), []).append((record, case))
-    options = items[0].get("xla_options", ()) if items else ()  # (one check run: the same)
     for (name, joinable), group in by_backend.items():
-        backend = declared(name, options)
+        backend = resolved[name]
         outputs, share = None, 0.0
         if joinable and len(group) > 1:
             start = time.perf_counter()
@@ -115,7 +118,7 @@ def run_batch(items: list, explain: bool = False) -> list:
     return records
 
 
-def _run_joined(cases: list, backend: str) -> list:
+def _run_joined(cases: list, backend: backends.Backend) -> list:
     """One computation holding every case's main side by side; the outputs per case."""
     b = builder.Builder("conformance_batch")
     results, arguments = [], []
@@ -165,7 +168,8 @@ class _recording:
         return True
 
 
-def _load(path: str, index: int, backend: str, record: dict, refined: bool = False) -> Case | None:
+def _load(path: str, index: int, backend: backends.Backend, record: dict,
+          refined: bool = False) -> Case | None:
     """The module made runnable, or None when the record is already decided (skipped,
     round trip)."""
     plan, modules = read_modules(path)
@@ -191,7 +195,7 @@ def _load(path: str, index: int, backend: str, record: dict, refined: bool = Fal
         return None
     # blank lines first, so that MLIR's locations are lines of the file
     case = load_case("\n" * (module.line - 1) + module.text, path,
-                     lift_constants=backends.compiles(backend))
+                     lift_constants=backend.compiles)
     record.update(op=case.primary_op, ops=case.ops, types=case.element_types)
     return case
 
@@ -228,13 +232,14 @@ def refined_case(module: files.Module, path: str, record: dict) -> Case | None:
     return Case(refined, arguments, [], case.ops, case.element_types)
 
 
-def _judge(case: Case, results: list, record: dict, backend: str, explain: bool) -> None:
+def _judge(case: Case, results: list, record: dict, backend: backends.Backend,
+           explain: bool) -> None:
     record.update(judge_results(case, results))
     if explain and record["status"] == "fail":
         record["explain"] = explain_case(case, backend)
 
 
-def explain_case(case: Case, backend: str) -> str:
+def explain_case(case: Case, backend: backends.Backend) -> str:
     if case.replicated is not None:
         return "cannot localise: first_divergence follows one replica, this module runs several"
     try:

@@ -222,7 +222,7 @@ def bisect(computation: Computation, inputs=None, test=backends.CPU.name,
     and run; `interrupted_by`: as `search`'s, a "stopped" verdict of what was narrowed)."""
     tolerance = Tolerance(abs, rel, ulp, bitwise)
     test_side, reference_side = Side.of(test, test_options), Side.of(reference, reference_options)
-    if not backends.compiles(test_side.backend):
+    if not test_side.declared.compiles:
         raise InputError("bisect looks for the XLA pass that makes the test side differ: "
                          "the test side must be an XLA backend, not the interpreter")
     args = list(inputs) if inputs is not None else \

@@ -20,7 +20,7 @@ from hlogen import types as T
 from hlogen.computation import Computation
 from hlogen.differential.inputs import random_inputs
 from hlogen.differential.near import ResultReport, Tolerance, compare_arrays
-from hlogen.errors import InputError
+from hlogen.errors import InputError, UnsupportedError
 from hlogen.runtime import compile as compile_for
 from hlogen.runtime import xla_options as options_of
 from hlogen.runtime.execution import prepare
@@ -56,20 +56,34 @@ def through_hlo(computation: Computation) -> Computation:
 
 @dataclasses.dataclass(frozen=True)
 class Side:
-    """One side of a comparison: a backend, its XLA options, and whether the module goes
-    through HLO first."""
+    """One side of a comparison: a declared backend under its XLA options (the one value
+    for "a backend with options": hlogen.backends.Backend.with_options), and whether the
+    module goes through HLO first."""
 
-    backend: str
-    xla_options: tuple = ()  # checked (name, value) pairs
+    declared: backends.Backend  # with its XLA options
     through_hlo: bool = False
+
+    @property
+    def backend(self) -> str:
+        """The backend's name without its options (as the command line names it)."""
+        return self.declared.plain_name
+
+    @property
+    def xla_options(self) -> tuple:
+        """Its checked (name, value) pairs."""
+        return self.declared.xla_options
 
     @classmethod
     def of(cls, spec, xla_options=None) -> "Side":
-        """A Side from a Side, or a backend name ("hlo:cpu" for the route through HLO)."""
+        """A Side from a Side, a Backend, or a backend name ("hlo:cpu" for the route through
+        HLO), under `xla_options` too."""
         if isinstance(spec, Side):
-            library = backends.get(spec.backend).library
+            library = spec.declared.library
             merged = dict(spec.xla_options) | dict(options_of.check(xla_options, library))
-            return dataclasses.replace(spec, xla_options=options_of.check(merged, library))
+            return cls(_under(backends.get(spec.backend), options_of.check(merged, library)),
+                       spec.through_hlo)
+        if isinstance(spec, backends.Backend):
+            return cls(_under(spec, options_of.check(xla_options, spec.library)))
         if not isinstance(spec, str):
             raise InputError(f"a side is a backend name or a Side, got {spec!r}")
         through = spec.startswith(HLO_ROUTE)
@@ -80,7 +94,10 @@ class Side:
             raise InputError(f"no backend named {backend!r}; the backends are "
                              f"{', '.join(backends.BACKENDS)}, each also as {HLO_ROUTE}NAME "
                              f"(through HLO)") from None
-        return cls(backend, options_of.check(xla_options, declared.library), through)
+        return cls(_under(declared, options_of.check(xla_options, declared.library)), through)
+
+    def __repr__(self) -> str:
+        return f"Side({self.label!r})"
 
     @property
     def label(self) -> str:
@@ -93,11 +110,22 @@ class Side:
 
     def run(self, module: Computation, inputs) -> list:
         """The result leaves of `module` (what `module()` made) on this side."""
+        # the plain backend and the options, so that messages name the backend as declared
         return run_on(self.backend, module, inputs, self.xla_options)
 
     def to_json(self) -> dict:
         return {"backend": self.backend, "through_hlo": self.through_hlo,
                 "xla_options": dict(self.xla_options)}
+
+
+def _under(backend: backends.Backend, options: tuple) -> backends.Backend:
+    """`backend` under checked XLA `options` (itself, for none)."""
+    if not options:
+        return backend
+    if not backend.compiles:  # (as the interpreter's compile says it)
+        raise UnsupportedError(f"{backend.words} takes no XLA options (given "
+                               f"{options_of.text(options)})")
+    return backend.with_options(dict(options))
 
 
 @dataclasses.dataclass

@@ -2,12 +2,13 @@
 (interpreter.py), host arrays."""
 from __future__ import annotations
 
+import importlib
+
 from hlogen import backends
 from hlogen.backends import Kind
 from hlogen.computation import Computation
 from hlogen.errors import HlogenError, UnsupportedError
 from hlogen.ops.collectives import MAX_REPLICAS
-from hlogen.runtime.interpreter import Interpreted
 from hlogen.runtime import plugins
 from hlogen.runtime import readers  # noqa: F401 - fills hlogen.native (HLO, jax exports)
 from hlogen.runtime import xla_options as _xla_options
@@ -15,6 +16,22 @@ from hlogen.runtime import xla_options as _xla_options
 # a backend name not declared makes hlogen.backends look for PJRT plugins (once)
 backends.on_discovery(plugins.discover)
 load_plugin = plugins.load_plugin
+
+# The compilers: each kind of backend (hlogen.backends.Kind) -> the runtime module that
+# compiles for it, with `compile(computation, backend, disk_cache, num_replicas,
+# xla_options)` giving an hlogen.runtime.executable.Executable and `available(backend)`.
+# Imported when first asked (start-up time: PJRT's starts jax). A new compiler is one
+# module, one declaration in hlogen.backends and one row here.
+COMPILERS = {
+    Kind.PJRT: "hlogen.runtime.pjrt",
+    Kind.INTERPRETER: "hlogen.runtime.interpreter",
+}
+DEFAULT_KIND = Kind.PJRT  # what compiles for jax's default device (backend None)
+
+
+def compiler(backend):
+    """The runtime module that compiles for `backend` (a Backend, or None)."""
+    return importlib.import_module(COMPILERS[DEFAULT_KIND if backend is None else backend.kind])
 
 
 def compile(computation, backend=None, num_replicas=1, num_partitions=1, xla_options=None):
@@ -45,27 +62,15 @@ def compile(computation, backend=None, num_replicas=1, num_partitions=1, xla_opt
         raise UnsupportedError(f"num_partitions={num_partitions}: hlogen runs replicas, "
                                f"one partition each (SPMD partitioning is not supported)")
     options = _xla_options.check(xla_options, declared and declared.library)
-    if declared is not None and declared.kind is Kind.INTERPRETER:
-        if options:
-            raise UnsupportedError(f"the reference interpreter takes no XLA options (given "
-                                   f"{_xla_options.text(options)})")
-        return Interpreted(computation, declared, num_replicas)
-    from hlogen.runtime import pjrt  # here, not at the top: it starts jax (start-up time)
-    return pjrt.compile(computation, declared, num_replicas=num_replicas, xla_options=options)
+    return compiler(declared).compile(computation, declared, num_replicas=num_replicas,
+                                      xla_options=options)
 
 
 def available(backend) -> bool:
     """Whether `backend` (a declaration or its name) runs here: the interpreter always, a
     PJRT backend when its client starts (a GPU is present, a plugin loads)."""
     declared = backends.get(backend)
-    if declared.kind is Kind.INTERPRETER:
-        return True
-    from hlogen.runtime import pjrt  # here, not at the top: it starts jax (start-up time)
-    try:
-        pjrt.client(declared.platform)
-    except HlogenError:
-        return False
-    return True
+    return compiler(declared).available(declared)
 
 
 def interpret(computation, *arrays):

@@ -24,7 +24,7 @@ import numpy as np
 
 from hlogen import dynamism, mlir, ops, passes, preflight, rewrites
 from hlogen import types as T
-from hlogen.backends import Backend, Kind
+from hlogen.backends import Backend
 from hlogen.builder import Builder, Op
 from hlogen.computation import Computation
 from hlogen.errors import ExecutionError, ShapeError
@@ -140,7 +140,7 @@ def prepare(computation: Computation, backend: Backend, num_replicas: int = 1,
             for leaf in T.leaf_shapes(computation.result_shapes)]
     if cut is not None:  # the hidden results: s32 sizes
         read += [Reading.AS_IS] * cut.hidden
-        if backend.kind is Kind.PJRT:  # ops the rewrites made read the dynamic values too
+        if backend.compiles:  # XLA: ops the rewrites made read the dynamic values too
             dynamism.expose_again(legal.module)
     has_tuples = any(isinstance(s, T.TupleShape)
                      for s in computation.parameter_shapes + computation.result_shapes)

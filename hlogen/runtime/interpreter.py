@@ -27,32 +27,53 @@ from hlogen import mlir
 from hlogen import types as T
 from hlogen.backends import Backend
 from hlogen.computation import Computation
-from hlogen.errors import ExecutionError
+from hlogen.errors import ExecutionError, UnsupportedError
 from hlogen.ops import collectives
 from hlogen.runtime.arrays import (check_signature, flatten_arguments, replica_lists,
                                    replicated_call_error, structure_results)
 from hlogen.runtime.execution import Prepared, check_results, prepare
+from hlogen.runtime import xla_options as _xla_options
 
 _prepared: collections.OrderedDict = collections.OrderedDict()
 _PREPARED_KEPT = 64
 _REPLICA = "hlogen_replica"  # the user's main, renamed, in a parallel module
 
 
-class Interpreted:
-    """The interpreter as an executable: same calling convention as a PJRT Executable."""
+def available(backend: Backend) -> bool:
+    return True  # it runs in this process
 
-    cache_outcome = "off"  # as a PJRT Executable's: no disk cache here
+
+def compile(computation: Computation, backend: Backend, disk_cache=None, num_replicas: int = 1,
+            xla_options: tuple = ()) -> "Interpreted":
+    """The interpreter's executable of `computation` (hlogen.runtime's table row): it takes
+    no XLA options, and has no disk cache (`disk_cache` is not read)."""
+    if xla_options:
+        raise UnsupportedError(f"the reference interpreter takes no XLA options (given "
+                               f"{_xla_options.text(xla_options)})")
+    return Interpreted(computation, backend, num_replicas)
+
+
+class Interpreted:
+    """The interpreter as an executable (hlogen.runtime.executable.Executable)."""
+
+    cache_outcome = None  # it compiles nothing: no disk cache
+    devices: list = []  # it runs in this process
 
     def __init__(self, computation: Computation, backend: Backend, num_replicas: int = 1):
         check_signature(computation)
         self.computation = computation
+        self.declaration = backend
         self.backend = backend.name
         self.num_replicas = num_replicas
         self.local_replicas = list(range(num_replicas))
+        self.key = (computation.fingerprint, backend.name, num_replicas)  # as _prepared's
         start = time.perf_counter()
         self._prepared, self._module = _prepare_cached(computation, backend, num_replicas)
         self.compile_seconds = time.perf_counter() - start
         self._params = T.leaf_shapes(computation.parameter_shapes)
+
+    def refusal(self, what: str) -> str | None:
+        return f"{self.declaration.words} compiles nothing: it gives no {what}"
 
     def __repr__(self) -> str:
         replicas = f" x {self.num_replicas} replicas" if self.num_replicas > 1 else ""

@@ -17,7 +17,7 @@ import numpy as np
 
 from hlogen import backends, dynamism
 from hlogen import types as T
-from hlogen.backends import Backend, Kind
+from hlogen.backends import Backend
 from hlogen.computation import Computation
 from hlogen.errors import ExecutionError, HlogenError, InputError, UnsupportedError
 from hlogen.ops.collectives import MAX_REPLICAS
@@ -102,6 +102,15 @@ def _too_few_devices(pjrt, num_replicas: int, have: int, backend: Backend) -> st
     return message
 
 
+def available(backend: Backend) -> bool:
+    """Whether `backend`'s client starts here (a GPU is present, a plugin loads)."""
+    try:
+        client(backend.platform)
+    except HlogenError:
+        return False
+    return True
+
+
 def compile(computation: Computation, backend: Backend | str | None = None,
             disk_cache=None, num_replicas: int = 1, xla_options: tuple = ()) -> "Executable":
     """An Executable of `computation` on `backend` (a PJRT backend's declaration or its
@@ -111,7 +120,7 @@ def compile(computation: Computation, backend: Backend | str | None = None,
     of the backend's own (Backend.with_options)."""
     check_signature(computation)
     backend = None if backend is None else backends.get(backend)
-    if backend is not None and backend.kind is not Kind.PJRT:
+    if backend is not None and not backend.compiles:
         raise HlogenError(f"pjrt.compile: {backend.name} is {backend.words}, not a PJRT "
                           f"backend (hg.compile runs every backend)")
     pjrt = client(None if backend is None else backend.platform, num_replicas)
@@ -120,7 +129,7 @@ def compile(computation: Computation, backend: Backend | str | None = None,
         replica_devices(pjrt, num_replicas, backend)
     xla_options = _xla_options.merged(backend.xla_options, xla_options)
     key = (computation.fingerprint, backend.name, backend.identity_key(),
-           tuple(d.id for d in devices), xla_options)
+           tuple(d.id for d in devices), xla_options)  # (Executable.key)
     with _cache_lock:
         found = _cache.get(key)
         if found is not None:
@@ -135,7 +144,8 @@ def compile(computation: Computation, backend: Backend | str | None = None,
 
 
 class Executable:
-    """A compiled computation: call it with numpy arrays, get numpy arrays back."""
+    """A compiled computation: call it with numpy arrays, get numpy arrays back
+    (hlogen.runtime.executable.Executable, and XLA's analyses of it)."""
 
     def __init__(self, computation: Computation, backend: Backend, pjrt, devices: list,
                  disk_cache=None, xla_options: tuple = ()):
@@ -153,6 +163,8 @@ class Executable:
         # how the caches and compiled files key its compile options (whose XLA included)
         self.options_key = _jaxlib.compile_options_key(devices, xla_options,
                                                        backend.identity_key())
+        self.key = (computation.fingerprint, backend.name, backend.identity_key(),
+                    tuple(d.id for d in devices), xla_options)  # as compile's cache
         start = time.perf_counter()
         self._cut = None  # hlogen.dynamism.Cut: how results are cut to their runtime sizes
         if dynamism.present(computation.module, cached=True):
@@ -236,6 +248,9 @@ class Executable:
         except _jaxlib.JaxRuntimeError as e:
             raise UnsupportedError(f"{self.computation.name}: {self.declaration.words} "
                                    f"({self.backend}) does not give {what}: {e}") from None
+
+    def refusal(self, what: str) -> str | None:
+        return None  # XLA gives each; a plugin's client may not (_capability says so)
 
     def optimized_hlo(self) -> str:
         """XLA's optimized HLO module(s), as text."""

@@ -54,15 +54,15 @@ def command(paths, backend, xla_flags, jobs, timeout, batch, junit_path, json_pa
     options = checked_xla_flags(xla_flags)
     if backend in (None, ALL):
         plugins.discover(isolate=True)  # each loaded in a child first: one that crashes is left out
-        chosen = [b.name for b in backends.BACKENDS.values() if available(b)]
+        chosen = [b for b in backends.BACKENDS.values() if available(b)]
         for name, why in backends.UNAVAILABLE.items():  # plugins that failed to load
             click.echo(f"{name}: not available, not run: {why}", err=True)
-    elif not available(declaration(backend)):
-        raise HlogenError(f"--backend {backend}: it is not available here (hlogen devices "
-                          f"lists the backends)")
-    else:
-        chosen = [backend]
-    if options and not any(backends.compiles(b) for b in chosen):
+    else:  # the name looked up once, here: the run takes the Backend
+        chosen = [declaration(backend)]
+        if not available(chosen[0]):
+            raise HlogenError(f"--backend {backend}: it is not available here (hlogen devices "
+                              f"lists the backends)")
+    if options and not any(b.compiles for b in chosen):
         raise HlogenError(f"--xla-flag sets options of XLA's compiles: --backend {backend} "
                           f"compiles nothing")
     if sample:

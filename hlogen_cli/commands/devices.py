@@ -4,7 +4,6 @@ from __future__ import annotations
 import click
 
 from hlogen import backends
-from hlogen.backends import Kind
 from hlogen.errors import HlogenError
 from hlogen.runtime import plugins
 from hlogen_cli.options import plugin_option
@@ -22,7 +21,7 @@ def command():
     from hlogen.runtime import pjrt  # here, not at the top: start-up (it starts jax)
     plugins.discover(isolate=True)
     for backend in backends.BACKENDS.values():
-        if backend.kind is Kind.INTERPRETER:
+        if not backend.compiles:  # in this process: no client, no devices
             click.echo(f"{backend.name}: {backend.description}; {_refusals(backend)}")
             continue
         if backend.identity:  # a plugin: what loading it learned
