@@ -1,6 +1,6 @@
-"""What keeps a module worth reducing, and the reducer with it: `hg.reduce`.
+"""What keeps a module worth reducing, and the reducer with it: `hg.reduce_module`.
 
-An interest is a predicate of the reducer's candidates (hlogen.differential.reduce) that
+An interest is a predicate of the reducer's candidates (hlogen.differential.reduction) that
 can also say how to see it again (`command`):
 - `Divergence`: `compare` finds the two sides differ (XLA's Near, or ulp, or bitwise),
   and the first difference is of the same class as the original's (`difference_class`:
@@ -40,12 +40,11 @@ from jaxlib.mlir import ir
 from hlogen import mlir
 from hlogen import types as T
 from hlogen.computation import Computation, NAME_ATTRIBUTE
-from hlogen.differential.compare import HLO_ROUTE, Comparison, Side, compare
+from hlogen.differential.comparison import HLO_ROUTE, Comparison, Side, compare
 from hlogen.differential.inputs import random_inputs, random_inputs_apart
 from hlogen.differential.isolated import Children, Died
 from hlogen.differential.near import Tolerance
-from hlogen.differential.reduce import (NotInteresting, Reduced, reduce as reduce_module,
-                                        script_interest)
+from hlogen.differential.reduction import NotInteresting, Reduced, script_interest, shrink
 from hlogen.errors import HlogenError, InputError
 from hlogen.loading import load
 from hlogen.runtime.arrays import flatten_arguments
@@ -455,11 +454,11 @@ def _tolerance_words(t: Tolerance) -> list:
             if value != usual for w in (name, f"{value:g}")]
 
 
-# -- hg.reduce ------------------------------------------------------------------------------
+# -- hg.reduce_module -----------------------------------------------------------------------
 
 @dataclasses.dataclass(frozen=True)
 class Reduction:
-    """What `reduce` found: the reduced module (parameters named), the inputs it is
+    """What `reduce_module` found: the reduced module (parameters named), the inputs it is
     interesting with (None when the interest runs nothing), the interest, and the
     search (hlogen.differential.Reduced: counts, time, whether it timed out)."""
 
@@ -494,14 +493,14 @@ class Reduction:
                 return str(e)
 
 
-def reduce(module, interesting: Callable | None = None, *, test: str = "cpu",
+def reduce_module(module, interesting: Callable | None = None, *, test: str = "cpu",
            reference: str = "interpret", test_options=None, reference_options=None,
            inputs=None, seed: int = 0, large_range: bool = False, abs: float = 1e-3,
            rel: float = 1e-3, ulp: int | None = None, bitwise: bool = False,
            error: str | None = None, crash: bool = False, script=None,
            timeout: float | None = None, progress=None,
            run_seconds: float = RUN_SECONDS, interrupted_by: tuple = ()) -> Reduction:
-    """The smallest module found that stays interesting (hlogen.differential.reduce's
+    """The smallest module found that stays interesting (hlogen.differential.reduction's
     search), where interesting is, by the arguments given:
     - `interesting(candidate)`: a predicate of Computations;
     - `script`: an executable called with the candidate's file, C-Reduce's convention
@@ -551,7 +550,7 @@ def reduce(module, interesting: Callable | None = None, *, test: str = "cpu",
 def reduce_with(start: Computation, interest: Interest, *, seed: int = 0,
                 timeout: float | None = None, progress=None,
                 interrupted_by: tuple = ()) -> Reduction:
-    """`reduce`'s search with an Interest, on `start` (tagged by its Inputs when it has
+    """`reduce_module`'s search with an Interest, on `start` (tagged by its Inputs when it has
     some)."""
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
                                 or timeout <= 0):
@@ -565,7 +564,7 @@ def reduce_with(start: Computation, interest: Interest, *, seed: int = 0,
         return interest(candidate)
 
     try:
-        search = reduce_module(start, judge, seed=seed, timeout=timeout, progress=progress,
+        search = shrink(start, judge, seed=seed, timeout=timeout, progress=progress,
                                interrupted_by=interrupted_by)
     except NotInteresting:  # what it showed, then what the interest wants (not as a fact)
         raise NotInteresting(f"{start.source or start.name}: not interesting to begin with: "

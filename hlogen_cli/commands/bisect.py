@@ -1,5 +1,5 @@
 """`hlogen bisect`: which stage of the test side's compiler makes it disagree with the
-reference (hlogen.differential.bisect: the HLO passes that ran, bisected by disabling
+reference (hlogen.differential.bisection: the HLO passes that ran, bisected by disabling
 sets of them); the work (`bisect_passes`) runs in a child process, as compare's does,
 and each compile of the test side in a child of its own (XLA ends the process without
 some passes)."""

@@ -1,4 +1,4 @@
-"""`hlogen reduce`: the smallest module found that stays interesting (hg.reduce). The
+"""`hlogen reduce`: the smallest module found that stays interesting (hg.reduce_module). The
 backends run in a child process that may die (hlogen.differential.isolated): a crash
 or a hang of a candidate is the candidate's, never the command's."""
 from __future__ import annotations
@@ -107,7 +107,7 @@ def command(file, function_name, output, force, sides, tolerance, inputs, error,
                                f"accepted): {p.strategy}")
 
     try:
-        reduction = hg.reduce(
+        reduction = hg.reduce_module(
             comp, test=test, reference=reference, inputs=given, seed=inputs.seed or 0,
             large_range=inputs.large_range, **tolerance.keywords(), error=error, crash=crash,
             script=script, timeout=timeout, progress=progress, run_seconds=run_timeout,

@@ -1,6 +1,6 @@
 """Reducing a module: the smallest module found that stays "interesting".
 
-`reduce(module, interesting)` keeps shrinking a StableHLO module while a predicate of a
+`shrink(module, interesting)` keeps shrinking a StableHLO module while a predicate of a
 Computation holds (a divergence between backends, an error whose message matches, a
 user's script), with these strategies, repeated until none makes progress:
 - trim results: keep a subset of main's results;
@@ -92,7 +92,7 @@ class Progress:
 
 @dataclasses.dataclass(frozen=True)
 class Reduced:
-    """The result of `reduce`: the smallest interesting module found, and the search."""
+    """The result of `shrink`: the smallest interesting module found, and the search."""
 
     computation: Computation
     op_count: int
@@ -116,7 +116,7 @@ class NotInteresting(InputError):
     """The module given is not interesting to begin with: there is nothing to reduce."""
 
 
-def reduce(module_or_computation, interesting: Callable[[Computation], bool], *, seed: int = 0,
+def shrink(module_or_computation, interesting: Callable[[Computation], bool], *, seed: int = 0,
            timeout: float | None = None,
            progress: Callable[[Progress], None] | None = None,
            interrupted_by: tuple = ()) -> Reduced:
