@@ -40,10 +40,11 @@ from jaxlib.mlir import ir
 from hlogen import mlir
 from hlogen import types as T
 from hlogen.computation import Computation, NAME_ATTRIBUTE
-from hlogen.differential.comparison import HLO_ROUTE, Comparison, Side, compare
+from hlogen.differential.comparison import Comparison, Side, compare
 from hlogen.differential.inputs import random_inputs, random_inputs_apart
 from hlogen.differential.isolated import Children, Died
 from hlogen.differential.near import Tolerance
+from hlogen.differential.reproduce import command_line
 from hlogen.differential.reduction import NotInteresting, Reduced, script_interest, shrink
 from hlogen.errors import HlogenError, InputError
 from hlogen.loading import load
@@ -296,7 +297,6 @@ class Divergence(Interest):
 
     def compare(self, candidate: Computation, inputs=None) -> Comparison:
         """The comparison of `candidate` with `inputs` (default: its Inputs)."""
-        t = self.tolerance
         self.results = {}
 
         def run(side, module, args):
@@ -304,8 +304,8 @@ class Divergence(Interest):
             return self.results[side]
 
         return compare(candidate, self.inputs.of(candidate) if inputs is None else inputs,
-                       test=self.test, reference=self.reference, abs=t.abs, rel=t.rel,
-                       ulp=t.ulp, bitwise=t.bitwise, runner=run)
+                       test=self.test, reference=self.reference, tolerance=self.tolerance,
+                       runner=run)
 
     def differs(self, candidate: Computation, inputs=None) -> Comparison | None:
         """The comparison, when the results differ in the way being kept (`keeps`)."""
@@ -336,13 +336,9 @@ class Divergence(Interest):
         return True
 
     def command(self, module, inputs):
-        words = ["hlogen", "compare", module, "--test", _side_name(self.test),
-                 "--reference", _side_name(self.reference)]
-        for flag, side in (("--test-flag", self.test), ("--reference-flag", self.reference)):
-            for name, value in side.xla_options:
-                words += [flag, f"{name}={_flag_value(value)}"]
-        words += _tolerance_words(self.tolerance)
-        return shlex.join(words + (["--input", inputs] if inputs else []))
+        return command_line("compare", module, test=self.test, reference=self.reference,
+                            inputs=["--input", inputs] if inputs else [],
+                            tolerance=self.tolerance)
 
     def describe(self) -> str:
         kind = f" ({self.kind} first)" if self.kind else ""
@@ -407,15 +403,10 @@ class Failure(Interest):
         return True
 
     def command(self, module, inputs):
+        given = ["--input", inputs] if inputs else []
         if self.side.through_hlo:
-            words = ["hlogen", "compare", module, "--test", _side_name(self.side)]
-            flag = "--test-flag"
-        else:
-            words = ["hlogen", "run", module, "--backend", self.side.backend]
-            flag = "--xla-flag"
-        for name, value in self.side.xla_options:
-            words += [flag, f"{name}={_flag_value(value)}"]
-        return shlex.join(words + (["--input", inputs] if inputs else []))
+            return command_line("compare", module, test=self.side, inputs=given)
+        return command_line("run", module, backend=self.side, inputs=given)
 
     def describe(self) -> str:
         what = "ends by a signal" if self.crash else "reports an error"
@@ -434,24 +425,6 @@ class Failure(Interest):
 def _first_line(message: str) -> str:
     lines = message.strip().splitlines()
     return lines[0][:200] if lines else ""
-
-
-def _side_name(side: Side) -> str:
-    return (HLO_ROUTE if side.through_hlo else "") + side.backend
-
-
-def _flag_value(value) -> str:
-    return str(value).lower() if isinstance(value, bool) else str(value)
-
-
-def _tolerance_words(t: Tolerance) -> list:
-    if t.bitwise:
-        return ["--bitwise"]
-    if t.ulp is not None:
-        return ["--ulp", str(t.ulp)]
-    default = Tolerance()
-    return [w for name, value, usual in (("--abs", t.abs, default.abs), ("--rel", t.rel, default.rel))
-            if value != usual for w in (name, f"{value:g}")]
 
 
 # -- hg.reduce_module -----------------------------------------------------------------------
