@@ -211,13 +211,11 @@ def class_of(actual, expected) -> str:
 class Interest:
     """A predicate of candidates (`__call__`), with what it needs to say how to see it
     again. Subclasses run backends in `children`, each run bounded by `seconds` and by
-    the search's `deadline` (a time.monotonic() value, or None)."""
+    the search's `deadline` (a time.monotonic() value, or None). Each is a frozen value,
+    built whole (another deadline or process: dataclasses.replace); what the last
+    candidate judged showed is the interest's own note (`notes`, `observed`)."""
 
     uses_inputs = False
-
-    def __init__(self, children: Children | None = None, seconds: float = RUN_SECONDS):
-        self.children, self.seconds = children, seconds
-        self.deadline = None
 
     def __call__(self, candidate: Computation) -> bool:
         raise NotImplementedError
@@ -229,9 +227,12 @@ class Interest:
     def describe(self) -> str:
         raise NotImplementedError
 
-    # what the last candidate judged not interesting showed instead, in words (the
-    # message of a module not interesting to begin with states it, then what is wanted)
-    observed = "the predicate returns False on it"
+    @property
+    def observed(self) -> str:
+        """What the last candidate judged not interesting showed instead, in words (the
+        message of a module not interesting to begin with states it, then what is
+        wanted)."""
+        return self.notes.get("observed", "the predicate returns False on it")
 
     def wants(self) -> str:
         """What the interest wants of a candidate, in words ("them to differ ...")."""
@@ -252,20 +253,23 @@ class Interest:
         return self.children.run(side.backend, module, args, side.xla_options, self._seconds())
 
 
+@dataclasses.dataclass(frozen=True, eq=False)
 class Predicate(Interest):
     """A caller's predicate (a Python function, or a script: script_interest)."""
 
-    def __init__(self, predicate: Callable, script: str | None = None,
-                 seconds: float = RUN_SECONDS):
-        super().__init__(None, seconds)
-        self.predicate, self.script = predicate, script
+    predicate: Callable
+    script: str | None = None
+    seconds: float = RUN_SECONDS
+    children: Children | None = None
+    deadline: float | None = None
+    notes: dict = dataclasses.field(default_factory=dict, repr=False)  # shared by its copies
 
     def __call__(self, candidate):
         if self.script is None:
             return self.predicate(candidate)
         # script_interest's predicate: killed at the deadline; it says what the script did
         verdict = self.predicate(candidate, timeout=self._seconds())
-        self.observed = f"the script {self.script} {self.predicate.outcome} on it"
+        self.notes["observed"] = f"the script {self.script} {self.predicate.outcome} on it"
         return verdict
 
     def command(self, module, inputs):
@@ -279,6 +283,7 @@ class Predicate(Interest):
         return "the script to exit with status 0" if self.script else "the predicate to hold"
 
 
+@dataclasses.dataclass(frozen=True, eq=False)
 class Divergence(Interest):
     """The two sides' results differ by `tolerance`, the first difference of `kind`
     (difference_class; any, for None), and `keeps(candidate, inputs, comparison)` holds
@@ -287,21 +292,24 @@ class Divergence(Interest):
 
     uses_inputs = True
 
-    def __init__(self, test: Side, reference: Side, tolerance: Tolerance, inputs: Inputs,
-                 children: Children, seconds: float = RUN_SECONDS, kind: str | None = None,
-                 keeps: Callable | None = None):
-        super().__init__(children, seconds)
-        self.test, self.reference, self.tolerance = test, reference, tolerance
-        self.inputs, self.kind, self.keeps = inputs, kind, keeps
-        self.results: dict = {}  # side -> its result leaves, of the last comparison
+    test: Side
+    reference: Side
+    tolerance: Tolerance
+    inputs: Inputs
+    children: Children
+    seconds: float = RUN_SECONDS
+    kind: str | None = None
+    keeps: Callable | None = None
+    deadline: float | None = None
+    notes: dict = dataclasses.field(default_factory=dict, repr=False)  # shared by its copies
 
     def compare(self, candidate: Computation, inputs=None) -> Comparison:
         """The comparison of `candidate` with `inputs` (default: its Inputs)."""
-        self.results = {}
+        results = self.notes["results"] = {}  # side -> its result leaves
 
         def run(side, module, args):
-            self.results[side] = self._run(side, module, args)
-            return self.results[side]
+            results[side] = self._run(side, module, args)
+            return results[side]
 
         return compare(candidate, self.inputs.of(candidate) if inputs is None else inputs,
                        test=self.test, reference=self.reference, tolerance=self.tolerance,
@@ -324,14 +332,14 @@ class Divergence(Interest):
         comparison = self.compare(candidate, inputs)
         sides = f"{self.test.label} and {self.reference.label}"
         if comparison.ok:
-            self.observed = f"{sides} agree on it ({self.tolerance.describe()})"
+            self.notes["observed"] = f"{sides} agree on it ({self.tolerance.describe()})"
             return False
         if self.keeps is not None and not self.keeps(candidate, inputs, comparison):
-            self.observed = f"{sides} differ on it, but not in the way kept"
+            self.notes["observed"] = f"{sides} differ on it, but not in the way kept"
             return False
         found = difference_class(comparison)
         if self.kind not in (None, found):
-            self.observed = f"{sides} differ on it, {found} first"
+            self.notes["observed"] = f"{sides} differ on it, {found} first"
             return False
         return True
 
@@ -350,6 +358,7 @@ class Divergence(Interest):
         return f"them to differ{kind}"
 
 
+@dataclasses.dataclass(frozen=True, eq=False)
 class Failure(Interest):
     """`side` reports an error whose message matches `pattern` (a compiled regular
     expression; any error for None), or, with `crash`, its process ends by a signal
@@ -358,11 +367,15 @@ class Failure(Interest):
 
     uses_inputs = True
 
-    def __init__(self, side: Side, pattern: re.Pattern | None, crash: bool, inputs: Inputs,
-                 children: Children, seconds: float = RUN_SECONDS, runs: Side | None = None):
-        super().__init__(children, seconds)
-        self.side, self.pattern, self.crash = side, pattern, crash
-        self.inputs, self.runs = inputs, runs
+    side: Side
+    pattern: re.Pattern | None
+    crash: bool
+    inputs: Inputs
+    children: Children
+    seconds: float = RUN_SECONDS
+    runs: Side | None = None
+    deadline: float | None = None
+    notes: dict = dataclasses.field(default_factory=dict, repr=False)  # shared by its copies
 
     def failure(self, candidate: Computation, inputs=None) -> HlogenError | None:
         """What running `candidate` on the side with `inputs` (default: its Inputs)
@@ -382,19 +395,19 @@ class Failure(Interest):
         e = self.failure(candidate)
         side = self.side.label
         if e is None:
-            self.observed = f"{side} runs it without an error"
+            self.notes["observed"] = f"{side} runs it without an error"
             return False
         died = isinstance(e, Died) and e.how == "crash" and e.signal is not None
         if isinstance(e, Died) and not died:  # a timeout, or an exit status
-            self.observed = f"{side} does not end by a signal: {_first_line(str(e))}"
+            self.notes["observed"] = f"{side} does not end by a signal: {_first_line(str(e))}"
             return False
         if died != self.crash:
-            self.observed = (f"{side}'s process ends by {e.signal}" if died else
+            self.notes["observed"] = (f"{side}'s process ends by {e.signal}" if died else
                              f"{side} reports an error, its process does not end by a "
                              f"signal: {_first_line(str(e))}")
             return False
         if self.pattern is not None and not self.pattern.search(str(e)):
-            self.observed = (f"{side}'s process ends by {e.signal}, its message not matching"
+            self.notes["observed"] = (f"{side}'s process ends by {e.signal}, its message not matching"
                              if died else f"{side} reports an error not matching") + \
                 f" {self.pattern.pattern!r}: {_first_line(str(e))}"
             return False
@@ -455,11 +468,9 @@ class Reduction:
     def seen(self, children: Children | None = None) -> str:
         """What the interest sees of the reduced module, in words: run again in
         `children` (a child process of its own, for None)."""
-        interest = self.interest
         with contextlib.ExitStack() as stack:
-            previous = interest.children
-            interest.children = children or stack.enter_context(Children(interest.seconds))
-            stack.callback(setattr, interest, "children", previous)
+            interest = dataclasses.replace(self.interest, children=children or stack.enter_context(
+                Children(self.interest.seconds)))
             try:
                 return interest.seen(self.computation, self.inputs)
             except HlogenError as e:
@@ -514,8 +525,8 @@ def reduce_module(module, interesting: Callable | None = None, *, test: str = "c
                 divergence = Divergence(test_side, Side.of(reference, reference_options),
                                         Tolerance(abs, rel, ulp, bitwise), given, children,
                                         run_seconds)
-                divergence.kind = difference_class(divergence.compare(start))
-                interest = divergence
+                interest = dataclasses.replace(
+                    divergence, kind=difference_class(divergence.compare(start)))
         return reduce_with(start, interest, seed=seed, timeout=timeout, progress=progress,
                            interrupted_by=interrupted_by)
 
@@ -528,13 +539,15 @@ def reduce_with(start: Computation, interest: Interest, *, seed: int = 0,
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
                                 or timeout <= 0):
         raise HlogenError(f"reduce: timeout must be a positive number of seconds, got {timeout!r}")
-    deadline = None if timeout is None else time.monotonic() + timeout
+    # the original is judged whole (`interest`), the candidates by the search's deadline
+    bounded = interest if timeout is None else \
+        dataclasses.replace(interest, deadline=time.monotonic() + timeout)
     judged = []
 
     def judge(candidate: Computation) -> bool:
-        interest.deadline = deadline if judged else None  # the original is judged whole
+        judging = bounded if judged else interest
         judged.append(True)
-        return interest(candidate)
+        return judging(candidate)
 
     try:
         search = shrink(start, judge, seed=seed, timeout=timeout, progress=progress,

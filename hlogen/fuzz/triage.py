@@ -103,10 +103,9 @@ class Triage:
         probed = self.probe(tagged, inputs.of(tagged))
         if probed is not None and self.allows(probed):
             return "allowed by the spec (the order of a sum or product, bits of matching values)"
-        divergence.kind = difference_class(comparison)
         signature = self.signature(tagged, comparison, probed)
-        divergence.keeps = functools.partial(self.keeps, signature)
-        return divergence, signature
+        return dataclasses.replace(divergence, kind=difference_class(comparison),
+                                   keeps=functools.partial(self.keeps, signature)), signature
 
     def probe(self, candidate: Computation, inputs: list) -> _Probed | None:
         """`candidate`'s top-level values on both sides (None when they cannot be had)."""
@@ -369,7 +368,6 @@ def reduce_finding(program: Computation, interest: Interest, signature: Signatur
                               timeout=seconds, progress=progress)
     except InputError:  # a difference that comes and goes
         return None
-    interest.deadline = None  # (the search's: over)
     if isinstance(interest, Divergence):
         try:
             message = interest.compare(reduced.computation, reduced.inputs).text()
