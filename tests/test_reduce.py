@@ -14,7 +14,8 @@ import pytest
 
 import hlogen as hg
 from hlogen import mlir, ops
-from hlogen.differential import Progress, op_count, script_interest, shrink
+from hlogen.differential import op_count, script_interest, shrink
+from hlogen.progress import Progress
 from tests import docs
 from tests.helpers import fixed_inputs, residual_stack, results_differ, run_both
 

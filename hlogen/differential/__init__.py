@@ -33,7 +33,7 @@ from hlogen.differential.isolated import IsolatedRunner
 from hlogen.differential.near import (Difference, ResultReport, Tolerance, compare_arrays,
                                       json_value, ulp_distance)
 from hlogen.differential.interests import reduce_module
-from hlogen.differential.reduction import Progress, Reduced, op_count, script_interest, shrink
+from hlogen.differential.reduction import Reduced, op_count, script_interest, shrink
 
 __all__ = [
     "Tolerance", "compare_arrays", "ResultReport", "Difference", "ulp_distance", "json_value",
@@ -42,5 +42,5 @@ __all__ = [
     "passes_that_ran", "parse_log", "PassLog",
     "bisect", "search", "options_disabling", "Verdict", "STAGES", "EVERY_PASS",
     "IsolatedRunner",
-    "shrink", "reduce_module", "script_interest", "Reduced", "Progress", "op_count",
+    "shrink", "reduce_module", "script_interest", "Reduced", "op_count",
 ]

@@ -499,7 +499,7 @@ def reduce_module(module, interesting: Callable | None = None, *, test: str = "c
     `inputs` (one per parameter) or random ones from `seed` (`large_range`), and a
     parameter the reducer makes gets random values from the same seed (see Inputs).
     `seed` also orders the search; `timeout` (seconds) bounds it, its runs included;
-    `progress(hlogen.differential.Progress)` follows it; `interrupted_by` (exception
+    `progress(hlogen.progress.Progress)` follows it; `interrupted_by` (exception
     classes, such as KeyboardInterrupt) end it early with the best module so far, the
     exception in `search.interrupted` (the caller saves the module, then raises it
     again). hg.InputError when the module is not interesting to begin with."""

@@ -52,6 +52,7 @@ from hlogen import types as T
 from hlogen.computation import Computation, main_of
 from hlogen.errors import HlogenError, InputError
 from hlogen.loading import load
+from hlogen.progress import Progress, reducing as searched
 from hlogen.runtime import interpret
 
 # Ops that give a function or region its structure: not counted, never removed.
@@ -77,17 +78,6 @@ def op_count(module) -> int:
 def _ops(module: ir.Module) -> list:
     """Every op of every function, regions included, in order (pre-order)."""
     return [op for op in mlir.walk(module) if op.name not in _STRUCTURE]
-
-
-@dataclasses.dataclass(frozen=True)
-class Progress:
-    """What the search is doing, after each candidate the predicate judged."""
-
-    strategy: str
-    op_count: int      # of the best module so far
-    tried: int         # candidates the predicate judged
-    accepted: int      # of them, still interesting (and so the new best)
-    seconds: float
 
 
 @dataclasses.dataclass(frozen=True)
@@ -188,7 +178,7 @@ class _Search:
             self.accepted += 1
             self.best, self.best_size = computation.to_bytecode(), size
         if self.progress is not None:
-            self.progress(Progress(strategy, self.best_size[1], self.tried, self.accepted,
+            self.progress(searched(strategy, self.best_size[1], self.tried, self.accepted,
                                    time.monotonic() - self.start))
         return verdict
 

@@ -13,10 +13,10 @@ disagree, each disagreement reduced, named by its cause and kept once. One modul
 """
 from hlogen.fuzz.findings import Finding, Fuzzed, Signature, junit
 from hlogen.fuzz.generators import GENERATORS, IDIOMS, generate
-from hlogen.fuzz.loop import LARGE_RANGE_SHARE, Progress, large_range_of, program_seed_of, run
+from hlogen.fuzz.loop import LARGE_RANGE_SHARE, large_range_of, program_seed_of, run
 from hlogen.fuzz.mutation import MUTATIONS, mutate
 from hlogen.fuzz.program import DEFAULT_ELEMENT_TYPES
 
-__all__ = ["run", "Progress", "Fuzzed", "Finding", "Signature", "junit", "LARGE_RANGE_SHARE",
+__all__ = ["run", "Fuzzed", "Finding", "Signature", "junit", "LARGE_RANGE_SHARE",
            "program_seed_of", "large_range_of", "generate", "mutate", "GENERATORS", "IDIOMS",
            "MUTATIONS", "DEFAULT_ELEMENT_TYPES"]

@@ -44,7 +44,6 @@ summary is not new: `Fuzzed.new` lists the others.
 """
 from __future__ import annotations
 
-import dataclasses
 import random
 import time
 from typing import Callable
@@ -59,21 +58,10 @@ from hlogen.fuzz.findings import JUNIT, SUMMARY, Fuzzed, Outputs, junit, known_s
 from hlogen.fuzz.generators import generate
 from hlogen.fuzz.program import DEFAULT_ELEMENT_TYPES, checked_options
 from hlogen.fuzz.triage import Triage, reduce_finding
+from hlogen.progress import Progress, fuzzing
 
 LARGE_RANGE_SHARE = 0.5  # of the programs, by default, whose inputs span the exponent range
 _PROGRAM_SEED = 1_000_003
-
-
-@dataclasses.dataclass(frozen=True)
-class Progress:
-    """Where a fuzz run is, after each program and at each step of a reduction."""
-
-    programs: int
-    findings: int
-    new: int
-    seconds: float
-    reducing: str | None = None  # the signature being reduced (as the program shows it)
-    reduced_ops: int | None = None
 
 
 def run(test="cpu", reference="interpret", *, out, seconds: float = 60, seed: int = 0,
@@ -121,8 +109,8 @@ def run(test="cpu", reference="interpret", *, out, seconds: float = 60, seed: in
 
         def tell(**more):
             if progress is not None:
-                progress(Progress(run.programs, len(found), sum(f.new for f in found.values()),
-                                  time.monotonic() - start, **more))
+                progress(fuzzing(run.programs, len(found), sum(f.new for f in found.values()),
+                                 time.monotonic() - start, **more))
 
         k = 0
         while time.monotonic() - start < seconds and (programs is None or k < programs):

@@ -47,7 +47,7 @@ def bisect_passes(file, function_name, sides, inputs, tolerance, json_path, seco
     """In the child: the verdict and the commands that reproduce it."""
     # here, not at the top: start-up (the parent imports no hlogen)
     from hlogen import differential
-    from hlogen.differential.reproduce import command_line
+    from hlogen.differential.reproduce import command_line  # (start-up: it imports hlogen)
     from hlogen_cli import sides as setups  # (start-up: it imports hlogen)
     setup = setups.setup(file, function_name, inputs, sides, json_path)
     arguments = setup.arguments if setup.arguments is not None else differential.random_inputs(

@@ -13,7 +13,7 @@ from hlogen_cli import completion, status
 from hlogen_cli.options import (SEED_OPTION, output_option, refuse, side_options,
                                 tolerance_options)
 from hlogen_cli.sides import sides_of
-from hlogen_cli.progress import Progress
+from hlogen_cli.progress import Line
 from hlogen_cli.reporting import reports_errors
 
 
@@ -72,12 +72,8 @@ def command(sides, seconds, programs, seed, large_range, output, corpus, ops, ma
     summary was found, 0 otherwise."""
     refuse(tolerance.refusals())
     test, reference = sides_of(sides)
-    line = Progress()
+    line = Line()
 
-    def progress(p):
-        found = f"{p.programs} programs, {p.findings} signatures ({p.new} new)"
-        line.phase("fuzzing", found if p.reducing is None else
-                   f"{found}; reducing {p.reducing}: {p.reduced_ops} ops")
 
     try:
         run = hg.fuzz.run(test, reference, out=output, seconds=seconds, seed=seed or 0,
@@ -85,7 +81,7 @@ def command(sides, seconds, programs, seed, large_range, output, corpus, ops, ma
                       element_types=[t for t in element_types.split(",") if t],
                       large_range=large_range, **tolerance.keywords(),
                       reduce_seconds=reduce_timeout, run_seconds=run_timeout,
-                      programs=programs, progress=progress)
+                      programs=programs, progress=line.show)
     finally:
         line.clear()
     click.echo(run.text())
