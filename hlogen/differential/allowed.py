@@ -60,7 +60,7 @@ from hlogen import mlir
 from hlogen import types as T
 from hlogen.computation import Computation
 from hlogen.differential.near import Tolerance, judge
-from hlogen.differential.reduction import op_alone
+from hlogen.differential.edits import op_alone
 from hlogen.mlir import enum_attribute, ints_attribute
 
 

@@ -9,7 +9,7 @@ from jaxlib.mlir.dialects import stablehlo
 from hlogen import mlir
 from hlogen import types as T
 from hlogen.computation import Computation
-from hlogen.differential.reduction import WHOLE, valid
+from hlogen.differential.edits import WHOLE, valid
 from hlogen.errors import HlogenError
 from hlogen.loading import load
 from hlogen.ops import elementwise

@@ -19,7 +19,7 @@ from hlogen.differential.interests import (Divergence, Failure, Inputs, Interest
                                            reduce_with)
 from hlogen.differential.isolated import Died
 from hlogen.differential.near import Tolerance, compare_arrays, flushed_to_zero, subnormal
-from hlogen.differential.reduction import op_alone
+from hlogen.differential.edits import op_alone
 from hlogen.differential.allowed import bitcast_allows, order_allows
 from hlogen.differential.localize import probed as probed_values
 from hlogen.errors import HlogenError, InputError, UnsupportedError
