@@ -59,8 +59,8 @@ from jaxlib.mlir.dialects import stablehlo
 from hlogen import mlir
 from hlogen import types as T
 from hlogen.computation import Computation
-from hlogen.differential.near import Tolerance, judge
 from hlogen.differential.edits import op_alone
+from hlogen.differential.near import Tolerance, judge
 from hlogen.mlir import enum_attribute, ints_attribute
 
 

@@ -27,15 +27,15 @@ from hlogen import types as T
 from hlogen.builder import Builder, Op
 from hlogen.computation import Computation
 from hlogen.errors import HlogenError
-from hlogen.ops import elementwise
-from hlogen.ops._common import ANY, ARITHMETIC, COMPLEX, FLOAT, FLOATING, INTEGER
-from hlogen.ops.conversion import bitcast_convert_shape
-from hlogen.ops.random import STATE_SIZES
 from hlogen.fuzz.idioms import IDIOMS
 from hlogen.fuzz.program import (DEFAULT_ELEMENT_TYPES, Generator, NoFit, Program, as_list,
                                  checked_options, checked_seed, permutation, reducer, reshaped)
 from hlogen.fuzz.regions import (call_op, conditional_op, map_op, reduce_op, reduce_window_op,
                                  select_and_scatter_op, sort_op, top_k_op, while_op)
+from hlogen.ops import elementwise
+from hlogen.ops._common import ANY, ARITHMETIC, COMPLEX, FLOAT, FLOATING, INTEGER
+from hlogen.ops.conversion import bitcast_convert_shape
+from hlogen.ops.random import STATE_SIZES
 
 # -- the generators: one per op --------------------------------------------------------------
 

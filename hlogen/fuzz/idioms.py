@@ -9,8 +9,8 @@ import ml_dtypes
 
 from hlogen import ops
 from hlogen import types as T
-from hlogen.ops._common import ARITHMETIC, FLOAT, INTEGER
 from hlogen.fuzz.program import Generator, NoFit, Program, permutation, reshaped
+from hlogen.ops._common import ARITHMETIC, FLOAT, INTEGER
 
 # -- idioms: compositions compilers rewrite --------------------------------------------------
 # A dictionary of idioms, as fuzzers keep one (AFL's and libFuzzer's dictionaries hold

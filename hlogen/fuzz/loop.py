@@ -54,7 +54,8 @@ from hlogen.differential.isolated import Children
 from hlogen.differential.near import Tolerance
 from hlogen.errors import InputError
 from hlogen.fuzz.corpus import corpus_of
-from hlogen.fuzz.findings import JUNIT, SUMMARY, Fuzzed, Outputs, junit, known_signatures, save, summary
+from hlogen.fuzz.findings import (JUNIT, SUMMARY, Fuzzed, Outputs, junit, known_signatures, save,
+                                  summary)
 from hlogen.fuzz.generators import generate
 from hlogen.fuzz.program import DEFAULT_ELEMENT_TYPES, checked_options
 from hlogen.fuzz.triage import Triage, reduce_finding

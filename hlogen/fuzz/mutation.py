@@ -11,10 +11,10 @@ from hlogen import types as T
 from hlogen.computation import Computation
 from hlogen.differential.edits import WHOLE, valid
 from hlogen.errors import HlogenError
+from hlogen.fuzz.program import checked_seed, random_values
 from hlogen.loading import load
 from hlogen.ops import elementwise
 from hlogen.ops._common import COMPLEX
-from hlogen.fuzz.program import checked_seed, random_values
 
 _MUTATION_TRIES = 16     # changes tried until one verifies
 

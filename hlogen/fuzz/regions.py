@@ -8,8 +8,8 @@ import numpy as np
 from hlogen import ops
 from hlogen import types as T
 from hlogen.builder import Builder
-from hlogen.ops._common import ANY, COMPLEX, FLOAT, INTEGER, PRED
 from hlogen.fuzz.program import NoFit, Program, as_list, latest, reducer
+from hlogen.ops._common import ANY, COMPLEX, FLOAT, INTEGER, PRED
 
 def reduce_op(p: Program):
     x = p.array(low_rank=1)

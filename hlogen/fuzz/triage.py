@@ -13,15 +13,15 @@ from hlogen import backends, mlir, ops
 from hlogen import types as T
 from hlogen.builder import Builder
 from hlogen.computation import Computation
+from hlogen.differential.allowed import bitcast_allows, order_allows
 from hlogen.differential.comparison import Comparison, Side
+from hlogen.differential.edits import op_alone
 from hlogen.differential.interests import (Divergence, Failure, Inputs, Interest, class_of,
                                            difference_class, message_gist, message_pattern,
                                            reduce_with)
 from hlogen.differential.isolated import Died
-from hlogen.differential.near import Tolerance, compare_arrays, flushed_to_zero, subnormal
-from hlogen.differential.edits import op_alone
-from hlogen.differential.allowed import bitcast_allows, order_allows
 from hlogen.differential.localize import probed as probed_values
+from hlogen.differential.near import Tolerance, compare_arrays, flushed_to_zero, subnormal
 from hlogen.errors import HlogenError, InputError, UnsupportedError
 from hlogen.fuzz.findings import Finding, Signature
 from hlogen.mlir import constant_of
