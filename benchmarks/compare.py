@@ -1,4 +1,4 @@
-"""What `compare` costs over the two runs it makes (hlogen.differential.compare): the
+"""What `compare` costs over the two runs it makes (hlogen.differential.comparison): the
 same computation and inputs run on the test and the reference side by `run_on` alone,
 and through `compare` (the runs, XLA's rule on every result, the report), executables
 compiled beforehand. Target: compare at most 10% over the two runs.

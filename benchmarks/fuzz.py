@@ -1,4 +1,4 @@
-"""Fuzz throughput (hg.fuzz, `hlogen fuzz`): programs per second at 20 ops, through the
+"""Fuzz throughput (hg.fuzz.run, `hlogen fuzz`): programs per second at 20 ops, through the
 whole loop.
 
 `PROGRAMS` random programs of 20 ops (the default bounds) run through the fuzzer with a
@@ -21,8 +21,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 import hlogen as hg  # noqa: E402
 from _timing import machine  # noqa: E402
-from hlogen.differential import generate, random_inputs  # noqa: E402
-from hlogen.fuzzing import LARGE_RANGE_SHARE, large_range_of, program_seed_of  # noqa: E402
+from hlogen.differential import random_inputs  # noqa: E402
+from hlogen.fuzz import LARGE_RANGE_SHARE, generate, large_range_of, program_seed_of  # noqa: E402
 
 PROGRAMS = 60
 SEED = 11
@@ -30,7 +30,7 @@ SEED = 11
 
 def main():
     with tempfile.TemporaryDirectory() as out:
-        run = hg.fuzz("cpu", "interpret", out=out, seconds=3600, seed=SEED, programs=PROGRAMS,
+        run = hg.fuzz.run("cpu", "interpret", out=out, seconds=3600, seed=SEED, programs=PROGRAMS,
                       reduce_seconds=30)
     reducing = run.reducing
     start = time.perf_counter()

@@ -1,4 +1,4 @@
-"""Random programs for fuzzing (hlogen.differential.generate), in one process.
+"""Random programs for fuzzing (hlogen.fuzz.generators), in one process.
 
 Programs generated per second at 20 ops (the default bounds), against what a fuzzer does
 with each one in the same process: compile it with PJRT CPU, run it, and run it on the
@@ -17,7 +17,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 import hlogen as hg  # noqa: E402
 from _timing import machine  # noqa: E402
-from hlogen.differential import generate, mutate  # noqa: E402
+from hlogen.fuzz import generate, mutate  # noqa: E402
 from tests.test_generate import _arguments  # noqa: E402  (test scaffolding: inputs)
 
 PROGRAMS = 200   # generated, for the rate of generation

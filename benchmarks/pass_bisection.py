@@ -1,4 +1,4 @@
-"""Pass bisection (hlogen.differential.bisect) on a module of about a thousand StableHLO
+"""Pass bisection (hlogen.differential.bisection) on a module of about a thousand StableHLO
 ops whose divergence one HLO pass explains (log(exp(x)), which XLA's algebraic
 simplifier makes x, in a long element-wise chain): the compiles it takes against the
 bound 2 * ceil(log2(P)) + 3 for the P passes that ran, and against the P compiles of a

@@ -1,4 +1,4 @@
-"""Reducing a divergence (hlogen.differential.reduce), in one process.
+"""Reducing a divergence (hlogen.differential.reduction), in one process.
 
 A jax program of about 1,000 ops as jax lowers it (tests.helpers.residual_stack: 66
 residual blocks, each a call of a jitted function, with an RMS norm after each, and
@@ -25,7 +25,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from _timing import machine  # noqa: E402
-from hlogen.differential import op_count, reduce  # noqa: E402
+from hlogen.differential import op_count, shrink  # noqa: E402
 from tests.helpers import residual_stack, results_differ  # noqa: E402
 
 LAYERS = 66
@@ -37,7 +37,7 @@ def main():
     assert results_differ(comp)
     judged = time.perf_counter() - start
     start = time.perf_counter()
-    reduced = reduce(comp, results_differ)
+    reduced = shrink(comp, results_differ)
     seconds = time.perf_counter() - start
     assert reduced.op_count <= 4 and not reduced.timed_out
     print(f"## reduce: a divergence in a {op_count(comp)}-op jax program ({machine()})\n")

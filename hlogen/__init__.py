@@ -41,8 +41,8 @@ __version__ = "0.1.0"
 
 # Imported when first used, not by `import hlogen` (its start-up): differential testing.
 _LATER = {"differential": "hlogen.differential", "random_inputs": "hlogen.differential",
-          "zero_inputs": "hlogen.differential", "reduce": "hlogen.differential.interests",
-          "fuzz": "hlogen.fuzzing"}
+          "zero_inputs": "hlogen.differential", "reduce_module": "hlogen.differential.interests",
+          "fuzz": "hlogen.fuzz"}
 
 
 def __getattr__(name: str):
@@ -58,7 +58,7 @@ __all__ = [
     "Builder", "Op", "Computation", "Function", "load", "compile", "interpret", "load_plugin",
     "function",
     "ops", "passes", "distributed", "graph", "differential", "random_inputs", "zero_inputs",
-    "reduce", "fuzz",
+    "reduce_module", "fuzz",
     "HlogenError", "ShapeError", "InputError", "UnsupportedError",
     "ExecutionError", "ELEMENT_TYPES", "ElementType", "Shape", "TupleShape", "TokenShape",
     "element_type", "token", "tuple_shape", "ConvDimensionNumbers", "DotDimensionNumbers",

@@ -8,6 +8,7 @@ parsed ops, and for the guard on MLIR text that the parser would die on.
 """
 from __future__ import annotations
 
+import ast
 import os
 import re
 import sys
@@ -419,6 +420,80 @@ def ints_attribute(op: ir.Operation, name: str) -> list[int]:
 def enum_attribute(op: ir.Operation, name: str) -> str:
     """The value of a StableHLO enum attribute: "ADJOINT" of #stablehlo<transpose ADJOINT>."""
     return str(op.attributes[name]).split()[-1].rstrip(">")
+
+
+# -- constants decoded (the conformance runner's lifted constants, the fuzzer's probes) -----
+
+_HEX = re.compile(r'dense<"0x([0-9A-Fa-f]*)">')
+_LITERAL = re.compile(r"dense<(.*)>\s*:\s*tensor<", re.S)
+
+
+def decode_constant(op: ir.Operation) -> np.ndarray | None:
+    """The value of a `stablehlo.constant` as a numpy array, or None when it cannot be
+    decoded exactly (it then stays a constant)."""
+    shape = shape_of_type(op.results[0].type)
+    if not isinstance(shape, T.Shape):
+        return None
+    et = shape.element_type
+    dims = tuple(shape.dimensions)
+    if et.name in ATTRIBUTE_READABLE:  # the others: decoded from the printed hex
+        array = np.array(op.attributes["value"])
+        return np.broadcast_to(array, dims).astype(et.dtype) if array.shape != dims else array
+    text = op.get_asm()
+    m = _HEX.search(text)
+    if m:
+        raw = bytes.fromhex(m.group(1))
+        count = int(np.prod(dims, dtype=np.int64))
+        itemsize = et.dtype.itemsize
+        if len(raw) == itemsize:  # a splat
+            return np.broadcast_to(np.frombuffer(raw, et.dtype), dims).copy()
+        if len(raw) != count * itemsize:
+            return None
+        return np.frombuffer(raw, et.dtype).reshape(dims).copy()
+    m = _LITERAL.search(text)
+    if not m:
+        return None
+    literal = m.group(1).replace("true", "True").replace("false", "False")
+    try:
+        value = ast.literal_eval(literal)
+    except (ValueError, SyntaxError):
+        return None
+    try:
+        array = _from_literal(value, et)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return np.broadcast_to(array, dims).copy() if array.shape != dims else array
+
+
+def _from_literal(value, et: T.ElementType) -> np.ndarray:
+    """MLIR prints floats with a point or an exponent, and floats it cannot print exactly
+    (NaN, infinities) as hex bit patterns: an int in a float literal is a bit pattern."""
+    if et.kind not in (T.FLOAT, T.COMPLEX):
+        return np.array(value, dtype=et.dtype)
+    component = np.dtype(et.dtype).type(0).real.dtype if et.kind == T.COMPLEX else np.dtype(et.dtype)
+    bits_type = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[component.itemsize]
+
+    def real(v):
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise TypeError("not a number")
+        if isinstance(v, int):
+            return np.array([v], bits_type).view(component)[0]
+        return component.type(v)
+
+    def convert(v):
+        if isinstance(v, list):
+            return [convert(x) for x in v]
+        if isinstance(v, tuple):
+            return complex(real(v[0]), real(v[1]))
+        return real(v)
+
+    return np.array(convert(value), dtype=et.dtype)
+
+
+def constant_of(value) -> np.ndarray | None:
+    """The array of a `stablehlo.constant` that makes `value` (decode_constant), or None."""
+    op = defining_op(value)
+    return decode_constant(op) if op is not None and op.name == "stablehlo.constant" else None
 
 
 # how MLIR bytecode (and so a StableHLO portable artifact) begins

@@ -55,7 +55,7 @@ import time
 import click
 
 from hlogen_cli import reporting, status as exit_status  # (status: the child's report, below)
-from hlogen_cli.progress import Progress
+from hlogen_cli.progress import Line
 
 _SHUTDOWN_SECONDS = 30  # how long a distributed child may take to leave jax's runtime
 _LAST_WORDS_SECONDS = 5  # how long a stopped child may take to say what it has found
@@ -104,7 +104,7 @@ def run_in_child(work: str, arguments: dict, file: str, timeout: float | None = 
 class _Watch:
     def __init__(self, work: str, arguments: dict, debug: bool, distributed: bool,
                  last_words: bool = False):
-        self.progress = Progress()
+        self.progress = Line()
         self.status = {"phase": "start"}  # the child's last status
         self.code = None  # the exit status the child reported
         self._stderr = tempfile.TemporaryFile()  # what native code prints

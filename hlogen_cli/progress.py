@@ -16,7 +16,10 @@ _SPINNER = "|/-\\"
 _WIDTH = 30
 
 
-class Progress:
+class Line:
+    """The line on standard error; `show` draws the library's progress value
+    (hlogen.progress.Progress)."""
+
     def __init__(self, stream=None, enabled: bool | None = None, delay: float = 1.0):
         self.stream = stream or sys.stderr
         self.enabled = self.stream.isatty() if enabled is None else enabled
@@ -28,6 +31,13 @@ class Progress:
         self._note = ""
         self._drawn = 0  # characters on the line now
         self._ticks = 0
+
+    def show(self, progress) -> None:
+        """Draws a hlogen.progress.Progress: counted work as a bar, the rest as a spinner."""
+        if progress.total is not None:
+            self.count(progress.phase, progress.done, progress.total, progress.note)
+        else:
+            self.phase(progress.phase, progress.note)
 
     def phase(self, label: str, note: str = "") -> None:
         """Uncounted work starts (or goes on, with a new `note` after the time): a spinner

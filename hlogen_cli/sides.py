@@ -1,12 +1,12 @@
 """What `hlogen compare` and `hlogen bisect` do in their child before their work: read IN,
 check the files they write, make the arguments as the input options say (random ones
-by default, as run_hlo_module does), and each side with its XLA options; and the
-command line that repeats a comparison (bisect prints it)."""
+by default, as run_hlo_module does), and each side with its XLA options; and the input
+options of the command line that repeats a comparison (bisect prints it, rendered by
+hlogen.differential.reproduce)."""
 from __future__ import annotations
 
 import dataclasses
 import json
-import shlex
 
 from hlogen import differential
 from hlogen.computation import Computation
@@ -81,38 +81,17 @@ def sides_of(sides: dict) -> tuple:
     return made["test"], made["reference"]
 
 
-def command_line(name: str, file: str, setup_: Setup, tolerance: dict, test_options: tuple,
-                 function_name: str | None = None) -> str:
-    """The `hlogen NAME` command that runs the same comparison, with `test_options` as the
-    test side's XLA options (the reference side's as they were given)."""
-    words = ["hlogen", name, file]
-    if function_name:
-        words += ["--function", function_name]
-    words += ["--test", _route(setup_.test), "--reference", _route(setup_.reference)]
-    words += [w for o in test_options for w in ("--test-flag", _option(o))]
-    words += [w for o in setup_.reference.xla_options for w in ("--reference-flag", _option(o))]
+def input_words(setup_: Setup) -> list:
+    """The input options that give a command the same arguments (the saved file, the
+    specs, zeros, or the seed of the random ones)."""
     choice = setup_.choice
     if choice.save:
-        words += ["--input", choice.save]
-    elif choice.specs:
-        words += [w for spec in choice.specs for w in ("--input", spec)]
-    elif choice.zero:
-        words.append("--zero-inputs")
-    elif setup_.arguments is None:
-        words += ["--random-inputs", "--seed", str(setup_.seed)] + \
+        return ["--input", choice.save]
+    if choice.specs:
+        return [w for spec in choice.specs for w in ("--input", spec)]
+    if choice.zero:
+        return ["--zero-inputs"]
+    if setup_.arguments is None:
+        return ["--random-inputs", "--seed", str(setup_.seed)] + \
             ["--large-range"] * choice.large_range
-    if tolerance["bitwise"]:
-        words.append("--bitwise")
-    elif tolerance["ulp"] is not None:
-        words += ["--ulp", str(tolerance["ulp"])]
-    elif (tolerance["abs"], tolerance["rel"]) != (1e-3, 1e-3):
-        words += ["--abs", f"{tolerance['abs']:g}", "--rel", f"{tolerance['rel']:g}"]
-    return " ".join(shlex.quote(w) for w in words)
-
-
-def _route(side: differential.Side) -> str:
-    return (differential.HLO_ROUTE if side.through_hlo else "") + side.backend
-
-
-def _option(option: tuple) -> str:
-    return options_of.text((option,))
+    return []

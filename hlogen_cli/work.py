@@ -131,7 +131,7 @@ def run(file: str, function_name: str | None, options: dict, default_inputs=None
                                 runs[0]["backend"], INTERPRET.name)
         if failed and o.explain:
             # it imports jax: here, not at the top, for the child's start-up (see compiled)
-            from hlogen.conformance import first_divergence
+            from hlogen.differential.localize import first_divergence
             isolation.status("explain")
             # each op judged by its own values (3 ULP of them, and --rtol): --atol, which
             # does not scale with them, would pass over a flushed subnormal

@@ -1,4 +1,4 @@
-"""`hlogen fuzz` (hg.fuzz) for a few seconds with a fixed seed and a bounded number of
+"""`hlogen fuzz` (hg.fuzz.run) for a few seconds with a fixed seed and a bounded number of
 programs: the example of docs/fuzz.md (a new signature is exit 1, the same one again exit 0),
 the files it writes (reproducers checked again on their own, summary.json, junit.xml),
 a corpus module on which XLA CPU aborts (a crash is a finding, reduced; the fuzzer goes
@@ -60,7 +60,7 @@ def test_a_crash_in_the_corpus_is_a_finding_and_the_fuzzer_goes_on(tmp_path):
     corpus.mkdir()
     (corpus / "sdy.mlir").write_text(with_missing_mesh(small_network()))
     (corpus / "fine.mlir").write_text(small_network().as_text())
-    run = hg.fuzz("cpu", "interpret", out=tmp_path / "found", seed=1, corpus=[corpus],
+    run = hg.fuzz.run("cpu", "interpret", out=tmp_path / "found", seed=1, corpus=[corpus],
                   programs=6, seconds=300, reduce_seconds=60)
     assert run.programs == 6 and run.from_corpus == 3
     crashes = [f for f in run.findings if f.kind.startswith("crash")]
@@ -92,13 +92,13 @@ module @m {
 }""")
     shown = hg.differential.compare(comp, [np.array([-1, -2, 3, -4], np.float32)])
     assert not shown.ok  # the bits differ: cpu's NaN is 0xFFFFFFFF, the interpreter's not
-    run = hg.fuzz("cpu", "interpret", out=tmp_path / "found", seed=0, corpus=[comp],
+    run = hg.fuzz.run("cpu", "interpret", out=tmp_path / "found", seed=0, corpus=[comp],
                   programs=12, seconds=300, large_range=False)
     assert "bits of matching values" in " ".join(run.skipped), run.text()
     assert not [f for f in run.findings if f.at == "stablehlo.bitcast_convert"], run.text()
     # and the rule behind it, on arrays: only where the operands' bits differ, and
     # wherever they differ, they match by the rule
-    from hlogen.fuzzing import bitcast_allows
+    from hlogen.differential.allowed import bitcast_allows
     a = np.array([np.nan, 1.0], np.float32)
     b = a.copy()
     b[0] = -b[0]
@@ -118,7 +118,7 @@ def test_a_product_in_another_order_may_meet_an_infinity_or_a_zero_first():
     """A reduce that multiplies f16 values whose large ones overflow and whose small ones
     underflow: XLA CPU's order gives inf * 0 = NaN, the interpreter's 0 (a fuzzing find);
     the spec leaves the order open. Values that cannot overflow leave no such excuse."""
-    from hlogen.fuzzing import order_allows
+    from hlogen.differential.allowed import order_allows
     comp = hg.load("""
 module @m {
   func.func @main(%x: tensor<8xf16>) -> tensor<f16> {

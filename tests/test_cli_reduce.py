@@ -1,4 +1,4 @@
-"""`hlogen reduce` and `hg.reduce` on real artifacts made here: a 1,000-op jax residual
+"""`hlogen reduce` and `hg.reduce_module` on real artifacts made here: a 1,000-op jax residual
 stack carrying the round-to-integer trick (random inputs), a 300-op one carrying
 log(exp(x)) (inputs given), an XLA compile error, XLA CPU's abort on a parameter whose
 sdy sharding names a missing mesh, a user's script; the examples of docs/reduce.md. Every reduced
@@ -97,7 +97,7 @@ def test_the_api_reduces_log_exp_on_inputs_given():
     assert op_count(comp) > 290
     inputs = [np.full(s.dimensions, 100, s.dtype) for s in comp.parameter_shapes]
     steps = []
-    found = hg.reduce(comp, inputs=inputs, progress=steps.append)
+    found = hg.reduce_module(comp, inputs=inputs, progress=steps.append)
     assert found.op_count == op_count(found.computation) <= 4
     assert {"stablehlo.exponential", "stablehlo.log"} <= set(_names(found.computation))
     assert found.search.original_op_count == op_count(comp) and not found.search.timed_out

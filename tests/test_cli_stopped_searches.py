@@ -21,7 +21,7 @@ import time
 import pytest
 
 import hlogen as hg
-from hlogen.differential import random_inputs, reduce, search, zero_inputs
+from hlogen.differential import random_inputs, search, shrink, zero_inputs
 from hlogen.differential.inputs import random_inputs_apart
 from tests.test_cli_signals import HLOGEN, living, processes
 
@@ -271,7 +271,7 @@ def test_an_interrupted_reduction_returns_the_best_so_far():
             raise KeyboardInterrupt
         return "stablehlo.tanh" in candidate.as_text()
 
-    found = reduce(comp, tanh_stays, interrupted_by=(KeyboardInterrupt,))
+    found = shrink(comp, tanh_stays, interrupted_by=(KeyboardInterrupt,))
     assert isinstance(found.interrupted, KeyboardInterrupt) and found.tried == 4
     assert "stablehlo.tanh" in found.computation.as_text()
     assert found.op_count < 3  # (candidates accepted before it)
@@ -281,7 +281,7 @@ def test_an_interrupted_reduction_returns_the_best_so_far():
             raise KeyboardInterrupt
         return True
     with pytest.raises(KeyboardInterrupt):  # not asked for: it ends the search, as before
-        reduce(comp, stops)
+        shrink(comp, stops)
 
 
 def test_an_interrupted_bisection_says_what_it_narrowed():

@@ -16,6 +16,7 @@ from jaxlib.mlir import ir
 
 import hlogen as hg
 from hlogen import conformance, mlir, ops
+from hlogen.differential.localize import first_divergence
 from hlogen.conformance import files, judge, known, module, runner, sample
 from hlogen_cli.main import main as cli
 
@@ -97,7 +98,7 @@ def test_constants_are_decoded_directly():
   return
 }"""
     m = ir.Module.parse(src, context=mlir.context())
-    got = [module.decode_constant(op.operation) for op in m.body.operations[0].regions[0].blocks[0].operations
+    got = [mlir.decode_constant(op.operation) for op in m.body.operations[0].regions[0].blocks[0].operations
            if op.operation.name == "stablehlo.constant"]
     assert got[0].dtype == hg.bf16.dtype and got[0][0] == -np.inf and np.isnan(got[0][2])
     assert got[1].dtype == np.complex64 and got[1][0] == 1 + 2j and np.isnan(got[1][1].real)
@@ -299,13 +300,13 @@ def test_first_divergence_names_the_op_where_a_subnormal_is_flushed():
     comp = b.build(out)
     xs = np.array([1e-40, 2e-40, 1.0, 3e-39], np.float32)
     ys = np.array([1.0, 2.0, 3.0, 4.0], np.float32)
-    found = conformance.first_divergence(comp, [xs, ys], backend="cpu")
+    found = first_divergence(comp, [xs, ys], backend="cpu")
     assert found is not None
     assert found.op == "stablehlo.multiply", str(found)
     assert "test_conformance.py" in found.location
     assert found.operand_shapes == ["f32[4]", "f32[4]"] and found.result_shapes == ["f32[4]"]
     assert found.mismatches == 3 and found.max_abs > 0
-    assert conformance.first_divergence(comp, [np.ones(4, np.float32), ys]) is None
+    assert first_divergence(comp, [np.ones(4, np.float32), ys]) is None
 
 
 def test_check_explain_localises_a_failing_module(tmp_path):

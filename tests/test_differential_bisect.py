@@ -1,4 +1,4 @@
-"""Which compiler stage makes two backends disagree (hlogen.differential.bisect): the search
+"""Which compiler stage makes two backends disagree (hlogen.differential.bisection): the search
 against predicates whose answer is known (its calls counted against the bound), XLA's
 log of the passes that ran, and the search for real on modules made with jax, with the
 StableHLO interpreter as the reference."""
@@ -13,7 +13,7 @@ import hlogen as hg
 from hlogen import ops
 from hlogen.differential import (EVERY_PASS, IsolatedRunner, bisect, compare, options_disabling,
                                  parse_log, passes_that_ran, search)
-from hlogen.differential.bisect import ESSENTIAL
+from hlogen.differential.bisection import ESSENTIAL
 from tests.differential_cases import REWRITES, rewritten
 
 

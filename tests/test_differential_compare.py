@@ -1,4 +1,4 @@
-"""Comparing a computation on two sides (hlogen.differential.compare): XLA's rewrites that
+"""Comparing a computation on two sides (hlogen.differential.comparison): XLA's rewrites that
 the StableHLO interpreter does not make, found inside larger programs; the options that
 remove them; the route through HLO; iterations of random inputs; the report."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Random programs (hlogen.differential.generate): well-typed by the spec (every module
+"""Random programs (hlogen.fuzz): well-typed by the spec (every module
 verifies and its results have the types its signature says), accepted by the preflight
 of both backends, run on PJRT CPU and on the reference interpreter; deterministic for a
 seed, in this process and in another; within their bounds; and mutations of existing
@@ -14,8 +14,7 @@ import pytest
 
 import hlogen as hg
 from hlogen import backends, mlir, passes, preflight
-from hlogen.differential import generate, mutate
-from hlogen.differential.generate import MUTATIONS
+from hlogen.fuzz import MUTATIONS, generate, mutate
 from tests.helpers import run_both
 
 CONFORMANCE = pathlib.Path(__file__).resolve().parents[2] / "shared" / "conformance" / "stablehlo" \
@@ -78,7 +77,7 @@ def test_the_same_seed_gives_the_same_program_here_and_in_another_process():
     assert texts == [generate(seed).as_text() for seed in range(5)]
     assert len(set(texts)) == 5
     child = subprocess.run(
-        [sys.executable, "-c", "from hlogen.differential import generate\n"
+        [sys.executable, "-c", "from hlogen.fuzz import generate\n"
          "print('\\x00'.join(generate(s).as_text() for s in range(5)), end='')"],
         capture_output=True, text=True, check=True)
     assert child.stdout.split("\x00") == texts
@@ -229,18 +228,19 @@ def test_each_idiom_is_the_composition_it_names():
     spec says (XLA CPU may rewrite: that is what the idioms are for)."""
     import random  # (the generator's own source of choices)
     from hlogen.builder import Builder
-    from hlogen.differential.generate import IDIOMS, _NoFit, _Program, checked_options
+    from hlogen.fuzz.idioms import IDIOMS
+    from hlogen.fuzz.program import NoFit, Program, checked_options
     assert [g.name for g in IDIOMS] == list(IDIOM_VALUES)
     options = checked_options(20, 2, 4, ("f32",), 0)
     x = np.linspace(0.5, 2, 12, dtype=np.float32).reshape(3, 4)
     for g in IDIOMS:
         for seed in range(20):  # until its choices fit, on x (not a new constant)
             b = Builder("idiom")
-            program = _Program(random.Random(seed), options, b, 0, top=False,
+            program = Program(random.Random(seed), options, b, 0, top=False,
                                values=[b.parameter(hg.f32[3, 4], "x")])
             try:
                 comp = b.build(*g.make(program))
-            except _NoFit:
+            except NoFit:
                 continue
             if list(comp.main.regions[0].blocks[0].arguments[0].uses) and \
                     comp.result_shapes == [hg.f32[3, 4]]:

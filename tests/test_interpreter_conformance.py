@@ -9,7 +9,7 @@ fft_float32_14_15_16_17 (an f32 RFFT of length 17) and fft_complex128_14_15_16_1
 IRFFT of length 33) check `expect_close` within 3 ULP of values XLA's own FFT library
 computed; another correct FFT rounds differently, by more than 3 ULP on the elements that
 cancel to near zero (max |diff| 3.8e-6 and 1.3e-15 here): a known deviation within the
-FFT's bound (hlogen/conformance/bounds.py).
+FFT's bound (hlogen/differential/allowed.py).
 """
 from __future__ import annotations
 

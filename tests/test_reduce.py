@@ -1,4 +1,4 @@
-"""The reducer (hlogen.differential.reduce) on real artifacts made here: a jax residual
+"""The reducer (hlogen.differential.reduction) on real artifacts made here: a jax residual
 stack that diverges between XLA CPU and the interpreter (log(exp(x)) at x = 100), an XLA
 compile error, a user's script; every reduced module checked again on its own (compiled
 and interpreted here, not by the reducer's verdict)."""
@@ -14,7 +14,8 @@ import pytest
 
 import hlogen as hg
 from hlogen import mlir, ops
-from hlogen.differential import Progress, op_count, reduce, script_interest
+from hlogen.differential import op_count, script_interest, shrink
+from hlogen.progress import Progress
 from tests import docs
 from tests.helpers import fixed_inputs, residual_stack, results_differ, run_both
 
@@ -36,7 +37,7 @@ def stack():
 def test_a_divergence_in_a_residual_stack_is_reduced_to_the_ops_that_diverge(stack):
     assert op_count(stack) > 500 and results_differ(stack)
     seen: list[Progress] = []
-    reduced = reduce(stack, results_differ, progress=seen.append)
+    reduced = shrink(stack, results_differ, progress=seen.append)
 
     comp = reduced.computation
     assert reduced.op_count == op_count(comp) <= 4, comp.as_text()
@@ -75,7 +76,7 @@ def _diverges_in_a_loop_and_a_branch() -> hg.Computation:
 def test_loops_and_constant_branches_are_unrolled_and_taken():
     comp = _diverges_in_a_loop_and_a_branch()
     assert results_differ(comp)
-    reduced = reduce(comp, results_differ).computation
+    reduced = shrink(comp, results_differ).computation
     names = _names(reduced)
     assert not {"stablehlo.while", "stablehlo.if", "stablehlo.case"} & set(names), names
     assert op_count(reduced) <= 4 and {"stablehlo.exponential", "stablehlo.log"} <= set(names)
@@ -112,8 +113,8 @@ def _fails_to_compile(pattern: str):
 def test_an_error_message_interest_keeps_the_ops_xla_fails_on():
     comp = _map_calling_a_function(8)
     interesting = _fails_to_compile("map-inline")
-    first = reduce(comp, interesting, seed=3)
-    again = reduce(comp, interesting, seed=3)  # deterministic for a seed
+    first = shrink(comp, interesting, seed=3)
+    again = shrink(comp, interesting, seed=3)  # deterministic for a seed
     assert first.computation.as_text() == again.computation.as_text()
     assert first.tried == again.tried
     reduced = first.computation
@@ -137,7 +138,7 @@ def test_a_script_interest_follows_creduce_exit_status(tmp_path):
         grep -q "stablehlo.sine" "$1" && grep -q "stablehlo.cosine" "$1"
         """))
     script.chmod(0o755)
-    reduced = reduce(comp, script_interest(script))
+    reduced = shrink(comp, script_interest(script))
     names = _names(reduced.computation)
     assert names.count("stablehlo.sine") == 1 and names.count("stablehlo.cosine") == 1, names
     assert reduced.op_count == 2
@@ -161,7 +162,7 @@ def test_scripts_that_cannot_say_yes(tmp_path, text, executable, said):
         script.write_text(text)
         script.chmod(0o755 if executable else 0o644)
     with pytest.raises(hg.InputError, match=said):
-        reduce(_map_calling_a_function(4), script_interest(script, timeout=0.5))
+        shrink(_map_calling_a_function(4), script_interest(script, timeout=0.5))
 
 
 def test_constants_of_constants_are_folded():
@@ -175,13 +176,13 @@ def test_constants_of_constants_are_folded():
         result = hg.interpret(candidate, *fixed_inputs(candidate, 1.0))
         return np.array_equal(result, np.full((2, 2), 4, np.float32))
 
-    reduced = reduce(comp, adds_three).computation
+    reduced = shrink(comp, adds_three).computation
     assert _names(reduced) == ["stablehlo.constant", "stablehlo.add"], reduced.as_text()
     assert "dense<3.000000e+00> : tensor<2x2xf32>" in reduced.as_text()
 
 
 def test_the_search_ends_at_its_timeout_with_the_best_so_far(stack):
-    reduced = reduce(stack, results_differ, timeout=1e-6)
+    reduced = shrink(stack, results_differ, timeout=1e-6)
     assert reduced.timed_out and reduced.tried == 0
     assert reduced.computation.as_text() == stack.as_text()
 
@@ -189,18 +190,18 @@ def test_the_search_ends_at_its_timeout_with_the_best_so_far(stack):
 def test_predicates_errors_and_bad_arguments(stack):
     comp = _map_calling_a_function(4)
     with pytest.raises(hg.InputError, match="not interesting to begin with"):
-        reduce(comp, lambda c: False)
+        shrink(comp, lambda c: False)
     with pytest.raises(hg.HlogenError, match="timeout must be a positive number"):
-        reduce(comp, lambda c: True, timeout=0)
+        shrink(comp, lambda c: True, timeout=0)
     with pytest.raises(hg.HlogenError, match="seed must be an int"):
-        reduce(comp, lambda c: True, seed=1.5)
+        shrink(comp, lambda c: True, seed=1.5)
 
     def fails_on_candidates(candidate):  # an hg.HlogenError: not interesting
         if candidate is not comp:
             raise hg.ExecutionError("the candidate does not run")
         return True
 
-    kept = reduce(comp, fails_on_candidates)
+    kept = shrink(comp, fails_on_candidates)
     assert kept.accepted == 0 and kept.tried > 0
     assert kept.computation.as_text() == comp.as_text()
 
@@ -210,7 +211,7 @@ def test_predicates_errors_and_bad_arguments(stack):
         return True
 
     with pytest.raises(ValueError, match="a bug in the predicate"):
-        reduce(comp, broken)
+        shrink(comp, broken)
 
 
 def test_the_readme_example_prints_what_the_readme_says():

@@ -16,7 +16,8 @@ import pytest
 from jax import lax
 
 import hlogen as hg
-from hlogen import conformance, ops, passes, rewrites
+from hlogen import ops, passes, rewrites
+from hlogen.differential.localize import first_divergence
 from hlogen.runtime import pjrt
 
 HLOGEN = pathlib.Path(sys.executable).with_name("hlogen")
@@ -63,7 +64,7 @@ def test_first_divergence_judges_each_op_by_its_own_values():
     flushed = ops.mul(a, y)  # FLUSHED
     comp = b.build(ops.mul(flushed, z))
     args = [np.float32([1, 2, 3, 4]), np.full(4, 1e-39, np.float32), np.full(4, 1e38, np.float32)]
-    found = conformance.first_divergence(comp, args, rtol=1e-5)
+    found = first_divergence(comp, args, rtol=1e-5)
     assert found is not None and found.op == "stablehlo.multiply"
     line = next(i for i, text in enumerate(pathlib.Path(__file__).read_text().splitlines(), 1)
                 if text.endswith("# FLUSHED"))
@@ -74,7 +75,7 @@ def test_first_divergence_judges_each_op_by_its_own_values():
         (np.sin(1.0) + 1) * 1e-39, rel=1e-5)
     # values within a few ULP of each other are no divergence (normal inputs agree)
     ones = np.ones(4, np.float32)
-    assert conformance.first_divergence(comp, [args[0], ones, ones]) is None
+    assert first_divergence(comp, [args[0], ones, ones]) is None
 
 
 # -- loaded modules get XLA's semantics ---------------------------------------------------------

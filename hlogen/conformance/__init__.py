@@ -5,7 +5,5 @@
 - judge: StableHLO's judging rules; runner: one module on one backend;
 - worker, pool: worker processes that may die; check: a whole run;
 - known (+ known_deviations.json): known deviations as data; report: summary, JUnit, JSON;
-- explain: `first_divergence`, the first op whose PJRT and interpreter values differ.
 """
 from hlogen.conformance.check import run  # noqa: F401
-from hlogen.conformance.explain import Divergence, first_divergence  # noqa: F401

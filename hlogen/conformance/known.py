@@ -30,7 +30,7 @@ import json
 import os
 import re
 
-from hlogen.conformance.bounds import BOUNDS
+from hlogen.differential.allowed import BOUNDS
 from hlogen.errors import InputError
 
 DEFAULT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "known_deviations.json")

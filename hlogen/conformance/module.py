@@ -14,7 +14,6 @@ is run for its own sake (StableHLO's runner passes it when it runs).
 """
 from __future__ import annotations
 
-import ast
 import dataclasses
 import re
 
@@ -265,14 +264,8 @@ def _replicated(module, main, parallel, found, where, ops, element_types) -> Cas
                 replicated=Replicated(len(grid), actual, expected))
 
 
-def constant_of(value) -> np.ndarray | None:
-    """The array of a `stablehlo.constant` that makes `value` (decode_constant), or None."""
-    op = mlir.defining_op(value)
-    return decode_constant(op) if op is not None and op.name == "stablehlo.constant" else None
-
-
 def _constant_value(value, where: str, what: str) -> np.ndarray:
-    array = constant_of(value)
+    array = mlir.constant_of(value)
     if array is None:
         raise UnsupportedError(f"{where}: {what} is not a constant this runner can read")
     return array
@@ -288,7 +281,7 @@ def _lift_constants(main: ir.Operation) -> list:
         result = op.results[0]
         if _static_use(result):
             continue
-        array = decode_constant(op)
+        array = mlir.decode_constant(op)
         if array is None:
             continue
         arg = block.add_argument(result.type, op.location)
@@ -308,69 +301,3 @@ def _static_use(value) -> bool:
     if "i" not in str(value.type).rsplit("x", 1)[-1]:  # not an integer tensor
         return False
     return any(use.owner.name in _STATIC_OPERANDS for use in value.uses)
-
-
-_HEX = re.compile(r'dense<"0x([0-9A-Fa-f]*)">')
-_LITERAL = re.compile(r"dense<(.*)>\s*:\s*tensor<", re.S)
-
-
-def decode_constant(op: ir.Operation) -> np.ndarray | None:
-    """The value of a `stablehlo.constant` as a numpy array, or None when it cannot be
-    decoded exactly (it then stays a constant)."""
-    shape = mlir.shape_of_type(op.results[0].type)
-    if not isinstance(shape, T.Shape):
-        return None
-    et = shape.element_type
-    dims = tuple(shape.dimensions)
-    if et.name in mlir.ATTRIBUTE_READABLE:  # the others: decoded from the printed hex
-        array = np.array(op.attributes["value"])
-        return np.broadcast_to(array, dims).astype(et.dtype) if array.shape != dims else array
-    text = op.get_asm()
-    m = _HEX.search(text)
-    if m:
-        raw = bytes.fromhex(m.group(1))
-        count = int(np.prod(dims, dtype=np.int64))
-        itemsize = et.dtype.itemsize
-        if len(raw) == itemsize:  # a splat
-            return np.broadcast_to(np.frombuffer(raw, et.dtype), dims).copy()
-        if len(raw) != count * itemsize:
-            return None
-        return np.frombuffer(raw, et.dtype).reshape(dims).copy()
-    m = _LITERAL.search(text)
-    if not m:
-        return None
-    literal = m.group(1).replace("true", "True").replace("false", "False")
-    try:
-        value = ast.literal_eval(literal)
-    except (ValueError, SyntaxError):
-        return None
-    try:
-        array = _from_literal(value, et)
-    except (TypeError, ValueError, OverflowError):
-        return None
-    return np.broadcast_to(array, dims).copy() if array.shape != dims else array
-
-
-def _from_literal(value, et: T.ElementType) -> np.ndarray:
-    """MLIR prints floats with a point or an exponent, and floats it cannot print exactly
-    (NaN, infinities) as hex bit patterns: an int in a float literal is a bit pattern."""
-    if et.kind not in (T.FLOAT, T.COMPLEX):
-        return np.array(value, dtype=et.dtype)
-    component = np.dtype(et.dtype).type(0).real.dtype if et.kind == T.COMPLEX else np.dtype(et.dtype)
-    bits_type = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[component.itemsize]
-
-    def real(v):
-        if isinstance(v, bool) or not isinstance(v, (int, float)):
-            raise TypeError("not a number")
-        if isinstance(v, int):
-            return np.array([v], bits_type).view(component)[0]
-        return component.type(v)
-
-    def convert(v):
-        if isinstance(v, list):
-            return [convert(x) for x in v]
-        if isinstance(v, tuple):
-            return complex(real(v[0]), real(v[1]))
-        return real(v)
-
-    return np.array(convert(value), dtype=et.dtype)

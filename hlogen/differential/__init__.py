@@ -5,34 +5,39 @@ more of it.
 - `near`: XLA's comparison rule (`literal_comparison::Near`), the `ulp` (with `min_ulp`),
   `exact` and `bitwise` modes, and a report per result: hlogen's one array comparison
   (run, compare, bisect and StableHLO's checks judge through it);
+- `allowed`: what the spec allows two evaluations to differ by (a sum or product in
+  another order, the bits of a NaN, an FFT's bound): the one place that judges it;
 - `inputs`: random inputs as run_hlo_module makes them (`MakeFakeArguments`), with the
   values that indices, init values and sort keys need;
-- `compare`: one computation on a test and a reference side (a backend, its XLA options,
-  the route through HLO), compared result by result, over iterations of random inputs;
+- `comparison`: `compare`, one computation on a test and a reference side (a backend,
+  its XLA options, the route through HLO), compared result by result, over iterations
+  of random inputs;
+- `localize`: `first_divergence`, the first op whose values differ between two backends;
 - `hlo_passes`: the HLO passes XLA really runs on a module, from its log;
-- `bisect`: the HLO pass (or stage) whose disabling removes a divergence;
+- `bisection`: `bisect`, the HLO pass (or stage) whose disabling removes a divergence;
 - `isolated`: a computation run in a child process, for options that may end XLA's;
-- `generate`: random well-typed StableHLO programs from hlogen's op library, and
-  `mutate`: a small type-preserving change of a module;
-- `reduce`: the smallest module found that stays interesting (a divergence, an error, a
-  script's verdict: `script_interest`, with C-Reduce's convention, exit status 0 = still
-  interesting);
+- `reduction`: `shrink`, the smallest module found that stays interesting (a
+  divergence, an error, a script's verdict: `script_interest`, with C-Reduce's
+  convention, exit status 0 = still interesting), by the edits of `edits`;
 - `interests`: what keeps a module worth reducing, run in a child process (a divergence
   of `compare` of one class, a backend's error or crash, a script), the inputs that
-  follow its parameters, and `hg.reduce` over them (hlogen.fuzzing, above, fuzzes).
+  follow its parameters, and `reduce_module` (hg.reduce_module) over them (hlogen.fuzz,
+  above, fuzzes with programs of its own generator);
+- `reproduce`: the one renderer of the command lines that show a finding again.
 XLA's options themselves are checked and typed by hlogen.runtime.xla_options (what
 `hg.compile(..., xla_options=...)` takes).
 """
-from hlogen.differential.bisect import EVERY_PASS, STAGES, Verdict, bisect, options_disabling, search
-from hlogen.differential.compare import (HLO_ROUTE, Comparison, Iteration, Side, compare,
-                                         leaf_names, run_on, through_hlo)
-from hlogen.differential.generate import generate, mutate
+from hlogen.differential.bisection import (EVERY_PASS, STAGES, Verdict, bisect, options_disabling,
+                                           search)
+from hlogen.differential.comparison import (HLO_ROUTE, Comparison, Iteration, Side, compare,
+                                            leaf_names, run_on, through_hlo)
 from hlogen.differential.hlo_passes import PassLog, parse_log, passes_that_ran
 from hlogen.differential.inputs import Need, constraints, random_inputs, zero_inputs
 from hlogen.differential.isolated import IsolatedRunner
 from hlogen.differential.near import (Difference, ResultReport, Tolerance, compare_arrays,
                                       json_value, ulp_distance)
-from hlogen.differential.reduce import Progress, Reduced, op_count, reduce, script_interest
+from hlogen.differential.interests import reduce_module
+from hlogen.differential.reduction import Reduced, op_count, script_interest, shrink
 
 __all__ = [
     "Tolerance", "compare_arrays", "ResultReport", "Difference", "ulp_distance", "json_value",
@@ -41,5 +46,5 @@ __all__ = [
     "passes_that_ran", "parse_log", "PassLog",
     "bisect", "search", "options_disabling", "Verdict", "STAGES", "EVERY_PASS",
     "IsolatedRunner",
-    "generate", "mutate", "reduce", "script_interest", "Reduced", "Progress", "op_count",
+    "shrink", "reduce_module", "script_interest", "Reduced", "op_count",
 ]

@@ -1,6 +1,6 @@
-"""What keeps a module worth reducing, and the reducer with it: `hg.reduce`.
+"""What keeps a module worth reducing, and the reducer with it: `hg.reduce_module`.
 
-An interest is a predicate of the reducer's candidates (hlogen.differential.reduce) that
+An interest is a predicate of the reducer's candidates (hlogen.differential.reduction) that
 can also say how to see it again (`command`):
 - `Divergence`: `compare` finds the two sides differ (XLA's Near, or ulp, or bitwise),
   and the first difference is of the same class as the original's (`difference_class`:
@@ -40,12 +40,12 @@ from jaxlib.mlir import ir
 from hlogen import mlir
 from hlogen import types as T
 from hlogen.computation import Computation, NAME_ATTRIBUTE
-from hlogen.differential.compare import HLO_ROUTE, Comparison, Side, compare
+from hlogen.differential.comparison import Comparison, Side, compare
 from hlogen.differential.inputs import random_inputs, random_inputs_apart
 from hlogen.differential.isolated import Children, Died
 from hlogen.differential.near import Tolerance
-from hlogen.differential.reduce import (NotInteresting, Reduced, reduce as reduce_module,
-                                        script_interest)
+from hlogen.differential.reproduce import command_line
+from hlogen.differential.reduction import NotInteresting, Reduced, script_interest, shrink
 from hlogen.errors import HlogenError, InputError
 from hlogen.loading import load
 from hlogen.runtime.arrays import flatten_arguments
@@ -211,13 +211,11 @@ def class_of(actual, expected) -> str:
 class Interest:
     """A predicate of candidates (`__call__`), with what it needs to say how to see it
     again. Subclasses run backends in `children`, each run bounded by `seconds` and by
-    the search's `deadline` (a time.monotonic() value, or None)."""
+    the search's `deadline` (a time.monotonic() value, or None). Each is a frozen value,
+    built whole (another deadline or process: dataclasses.replace); what the last
+    candidate judged showed is the interest's own note (`notes`, `observed`)."""
 
     uses_inputs = False
-
-    def __init__(self, children: Children | None = None, seconds: float = RUN_SECONDS):
-        self.children, self.seconds = children, seconds
-        self.deadline = None
 
     def __call__(self, candidate: Computation) -> bool:
         raise NotImplementedError
@@ -229,9 +227,12 @@ class Interest:
     def describe(self) -> str:
         raise NotImplementedError
 
-    # what the last candidate judged not interesting showed instead, in words (the
-    # message of a module not interesting to begin with states it, then what is wanted)
-    observed = "the predicate returns False on it"
+    @property
+    def observed(self) -> str:
+        """What the last candidate judged not interesting showed instead, in words (the
+        message of a module not interesting to begin with states it, then what is
+        wanted)."""
+        return self.notes.get("observed", "the predicate returns False on it")
 
     def wants(self) -> str:
         """What the interest wants of a candidate, in words ("them to differ ...")."""
@@ -252,20 +253,23 @@ class Interest:
         return self.children.run(side.backend, module, args, side.xla_options, self._seconds())
 
 
+@dataclasses.dataclass(frozen=True, eq=False)
 class Predicate(Interest):
     """A caller's predicate (a Python function, or a script: script_interest)."""
 
-    def __init__(self, predicate: Callable, script: str | None = None,
-                 seconds: float = RUN_SECONDS):
-        super().__init__(None, seconds)
-        self.predicate, self.script = predicate, script
+    predicate: Callable
+    script: str | None = None
+    seconds: float = RUN_SECONDS
+    children: Children | None = None
+    deadline: float | None = None
+    notes: dict = dataclasses.field(default_factory=dict, repr=False)  # shared by its copies
 
     def __call__(self, candidate):
         if self.script is None:
             return self.predicate(candidate)
         # script_interest's predicate: killed at the deadline; it says what the script did
         verdict = self.predicate(candidate, timeout=self._seconds())
-        self.observed = f"the script {self.script} {self.predicate.outcome} on it"
+        self.notes["observed"] = f"the script {self.script} {self.predicate.outcome} on it"
         return verdict
 
     def command(self, module, inputs):
@@ -279,6 +283,7 @@ class Predicate(Interest):
         return "the script to exit with status 0" if self.script else "the predicate to hold"
 
 
+@dataclasses.dataclass(frozen=True, eq=False)
 class Divergence(Interest):
     """The two sides' results differ by `tolerance`, the first difference of `kind`
     (difference_class; any, for None), and `keeps(candidate, inputs, comparison)` holds
@@ -287,26 +292,28 @@ class Divergence(Interest):
 
     uses_inputs = True
 
-    def __init__(self, test: Side, reference: Side, tolerance: Tolerance, inputs: Inputs,
-                 children: Children, seconds: float = RUN_SECONDS, kind: str | None = None,
-                 keeps: Callable | None = None):
-        super().__init__(children, seconds)
-        self.test, self.reference, self.tolerance = test, reference, tolerance
-        self.inputs, self.kind, self.keeps = inputs, kind, keeps
-        self.results: dict = {}  # side -> its result leaves, of the last comparison
+    test: Side
+    reference: Side
+    tolerance: Tolerance
+    inputs: Inputs
+    children: Children
+    seconds: float = RUN_SECONDS
+    kind: str | None = None
+    keeps: Callable | None = None
+    deadline: float | None = None
+    notes: dict = dataclasses.field(default_factory=dict, repr=False)  # shared by its copies
 
     def compare(self, candidate: Computation, inputs=None) -> Comparison:
         """The comparison of `candidate` with `inputs` (default: its Inputs)."""
-        t = self.tolerance
-        self.results = {}
+        results = self.notes["results"] = {}  # side -> its result leaves
 
         def run(side, module, args):
-            self.results[side] = self._run(side, module, args)
-            return self.results[side]
+            results[side] = self._run(side, module, args)
+            return results[side]
 
         return compare(candidate, self.inputs.of(candidate) if inputs is None else inputs,
-                       test=self.test, reference=self.reference, abs=t.abs, rel=t.rel,
-                       ulp=t.ulp, bitwise=t.bitwise, runner=run)
+                       test=self.test, reference=self.reference, tolerance=self.tolerance,
+                       runner=run)
 
     def differs(self, candidate: Computation, inputs=None) -> Comparison | None:
         """The comparison, when the results differ in the way being kept (`keeps`)."""
@@ -325,25 +332,21 @@ class Divergence(Interest):
         comparison = self.compare(candidate, inputs)
         sides = f"{self.test.label} and {self.reference.label}"
         if comparison.ok:
-            self.observed = f"{sides} agree on it ({self.tolerance.describe()})"
+            self.notes["observed"] = f"{sides} agree on it ({self.tolerance.describe()})"
             return False
         if self.keeps is not None and not self.keeps(candidate, inputs, comparison):
-            self.observed = f"{sides} differ on it, but not in the way kept"
+            self.notes["observed"] = f"{sides} differ on it, but not in the way kept"
             return False
         found = difference_class(comparison)
         if self.kind not in (None, found):
-            self.observed = f"{sides} differ on it, {found} first"
+            self.notes["observed"] = f"{sides} differ on it, {found} first"
             return False
         return True
 
     def command(self, module, inputs):
-        words = ["hlogen", "compare", module, "--test", _side_name(self.test),
-                 "--reference", _side_name(self.reference)]
-        for flag, side in (("--test-flag", self.test), ("--reference-flag", self.reference)):
-            for name, value in side.xla_options:
-                words += [flag, f"{name}={_flag_value(value)}"]
-        words += _tolerance_words(self.tolerance)
-        return shlex.join(words + (["--input", inputs] if inputs else []))
+        return command_line("compare", module, test=self.test, reference=self.reference,
+                            inputs=["--input", inputs] if inputs else [],
+                            tolerance=self.tolerance)
 
     def describe(self) -> str:
         kind = f" ({self.kind} first)" if self.kind else ""
@@ -355,6 +358,7 @@ class Divergence(Interest):
         return f"them to differ{kind}"
 
 
+@dataclasses.dataclass(frozen=True, eq=False)
 class Failure(Interest):
     """`side` reports an error whose message matches `pattern` (a compiled regular
     expression; any error for None), or, with `crash`, its process ends by a signal
@@ -363,11 +367,15 @@ class Failure(Interest):
 
     uses_inputs = True
 
-    def __init__(self, side: Side, pattern: re.Pattern | None, crash: bool, inputs: Inputs,
-                 children: Children, seconds: float = RUN_SECONDS, runs: Side | None = None):
-        super().__init__(children, seconds)
-        self.side, self.pattern, self.crash = side, pattern, crash
-        self.inputs, self.runs = inputs, runs
+    side: Side
+    pattern: re.Pattern | None
+    crash: bool
+    inputs: Inputs
+    children: Children
+    seconds: float = RUN_SECONDS
+    runs: Side | None = None
+    deadline: float | None = None
+    notes: dict = dataclasses.field(default_factory=dict, repr=False)  # shared by its copies
 
     def failure(self, candidate: Computation, inputs=None) -> HlogenError | None:
         """What running `candidate` on the side with `inputs` (default: its Inputs)
@@ -387,19 +395,19 @@ class Failure(Interest):
         e = self.failure(candidate)
         side = self.side.label
         if e is None:
-            self.observed = f"{side} runs it without an error"
+            self.notes["observed"] = f"{side} runs it without an error"
             return False
         died = isinstance(e, Died) and e.how == "crash" and e.signal is not None
         if isinstance(e, Died) and not died:  # a timeout, or an exit status
-            self.observed = f"{side} does not end by a signal: {_first_line(str(e))}"
+            self.notes["observed"] = f"{side} does not end by a signal: {_first_line(str(e))}"
             return False
         if died != self.crash:
-            self.observed = (f"{side}'s process ends by {e.signal}" if died else
+            self.notes["observed"] = (f"{side}'s process ends by {e.signal}" if died else
                              f"{side} reports an error, its process does not end by a "
                              f"signal: {_first_line(str(e))}")
             return False
         if self.pattern is not None and not self.pattern.search(str(e)):
-            self.observed = (f"{side}'s process ends by {e.signal}, its message not matching"
+            self.notes["observed"] = (f"{side}'s process ends by {e.signal}, its message not matching"
                              if died else f"{side} reports an error not matching") + \
                 f" {self.pattern.pattern!r}: {_first_line(str(e))}"
             return False
@@ -408,15 +416,10 @@ class Failure(Interest):
         return True
 
     def command(self, module, inputs):
+        given = ["--input", inputs] if inputs else []
         if self.side.through_hlo:
-            words = ["hlogen", "compare", module, "--test", _side_name(self.side)]
-            flag = "--test-flag"
-        else:
-            words = ["hlogen", "run", module, "--backend", self.side.backend]
-            flag = "--xla-flag"
-        for name, value in self.side.xla_options:
-            words += [flag, f"{name}={_flag_value(value)}"]
-        return shlex.join(words + (["--input", inputs] if inputs else []))
+            return command_line("compare", module, test=self.side, inputs=given)
+        return command_line("run", module, backend=self.side, inputs=given)
 
     def describe(self) -> str:
         what = "ends by a signal" if self.crash else "reports an error"
@@ -437,29 +440,11 @@ def _first_line(message: str) -> str:
     return lines[0][:200] if lines else ""
 
 
-def _side_name(side: Side) -> str:
-    return (HLO_ROUTE if side.through_hlo else "") + side.backend
-
-
-def _flag_value(value) -> str:
-    return str(value).lower() if isinstance(value, bool) else str(value)
-
-
-def _tolerance_words(t: Tolerance) -> list:
-    if t.bitwise:
-        return ["--bitwise"]
-    if t.ulp is not None:
-        return ["--ulp", str(t.ulp)]
-    default = Tolerance()
-    return [w for name, value, usual in (("--abs", t.abs, default.abs), ("--rel", t.rel, default.rel))
-            if value != usual for w in (name, f"{value:g}")]
-
-
-# -- hg.reduce ------------------------------------------------------------------------------
+# -- hg.reduce_module -----------------------------------------------------------------------
 
 @dataclasses.dataclass(frozen=True)
 class Reduction:
-    """What `reduce` found: the reduced module (parameters named), the inputs it is
+    """What `reduce_module` found: the reduced module (parameters named), the inputs it is
     interesting with (None when the interest runs nothing), the interest, and the
     search (hlogen.differential.Reduced: counts, time, whether it timed out)."""
 
@@ -483,25 +468,23 @@ class Reduction:
     def seen(self, children: Children | None = None) -> str:
         """What the interest sees of the reduced module, in words: run again in
         `children` (a child process of its own, for None)."""
-        interest = self.interest
         with contextlib.ExitStack() as stack:
-            previous = interest.children
-            interest.children = children or stack.enter_context(Children(interest.seconds))
-            stack.callback(setattr, interest, "children", previous)
+            interest = dataclasses.replace(self.interest, children=children or stack.enter_context(
+                Children(self.interest.seconds)))
             try:
                 return interest.seen(self.computation, self.inputs)
             except HlogenError as e:
                 return str(e)
 
 
-def reduce(module, interesting: Callable | None = None, *, test: str = "cpu",
+def reduce_module(module, interesting: Callable | None = None, *, test: str = "cpu",
            reference: str = "interpret", test_options=None, reference_options=None,
            inputs=None, seed: int = 0, large_range: bool = False, abs: float = 1e-3,
            rel: float = 1e-3, ulp: int | None = None, bitwise: bool = False,
            error: str | None = None, crash: bool = False, script=None,
            timeout: float | None = None, progress=None,
            run_seconds: float = RUN_SECONDS, interrupted_by: tuple = ()) -> Reduction:
-    """The smallest module found that stays interesting (hlogen.differential.reduce's
+    """The smallest module found that stays interesting (hlogen.differential.reduction's
     search), where interesting is, by the arguments given:
     - `interesting(candidate)`: a predicate of Computations;
     - `script`: an executable called with the candidate's file, C-Reduce's convention
@@ -516,7 +499,7 @@ def reduce(module, interesting: Callable | None = None, *, test: str = "cpu",
     `inputs` (one per parameter) or random ones from `seed` (`large_range`), and a
     parameter the reducer makes gets random values from the same seed (see Inputs).
     `seed` also orders the search; `timeout` (seconds) bounds it, its runs included;
-    `progress(hlogen.differential.Progress)` follows it; `interrupted_by` (exception
+    `progress(hlogen.progress.Progress)` follows it; `interrupted_by` (exception
     classes, such as KeyboardInterrupt) end it early with the best module so far, the
     exception in `search.interrupted` (the caller saves the module, then raises it
     again). hg.InputError when the module is not interesting to begin with."""
@@ -542,8 +525,8 @@ def reduce(module, interesting: Callable | None = None, *, test: str = "cpu",
                 divergence = Divergence(test_side, Side.of(reference, reference_options),
                                         Tolerance(abs, rel, ulp, bitwise), given, children,
                                         run_seconds)
-                divergence.kind = difference_class(divergence.compare(start))
-                interest = divergence
+                interest = dataclasses.replace(
+                    divergence, kind=difference_class(divergence.compare(start)))
         return reduce_with(start, interest, seed=seed, timeout=timeout, progress=progress,
                            interrupted_by=interrupted_by)
 
@@ -551,21 +534,23 @@ def reduce(module, interesting: Callable | None = None, *, test: str = "cpu",
 def reduce_with(start: Computation, interest: Interest, *, seed: int = 0,
                 timeout: float | None = None, progress=None,
                 interrupted_by: tuple = ()) -> Reduction:
-    """`reduce`'s search with an Interest, on `start` (tagged by its Inputs when it has
+    """`reduce_module`'s search with an Interest, on `start` (tagged by its Inputs when it has
     some)."""
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
                                 or timeout <= 0):
         raise HlogenError(f"reduce: timeout must be a positive number of seconds, got {timeout!r}")
-    deadline = None if timeout is None else time.monotonic() + timeout
+    # the original is judged whole (`interest`), the candidates by the search's deadline
+    bounded = interest if timeout is None else \
+        dataclasses.replace(interest, deadline=time.monotonic() + timeout)
     judged = []
 
     def judge(candidate: Computation) -> bool:
-        interest.deadline = deadline if judged else None  # the original is judged whole
+        judging = bounded if judged else interest
         judged.append(True)
-        return interest(candidate)
+        return judging(candidate)
 
     try:
-        search = reduce_module(start, judge, seed=seed, timeout=timeout, progress=progress,
+        search = shrink(start, judge, seed=seed, timeout=timeout, progress=progress,
                                interrupted_by=interrupted_by)
     except NotInteresting:  # what it showed, then what the interest wants (not as a fact)
         raise NotInteresting(f"{start.source or start.name}: not interesting to begin with: "

@@ -6,7 +6,7 @@ reducer or a fuzzed program may run too long.
 `Children` keeps one child, a hlogen.native.Worker, and runs any computation on any
 backend in it: a task names the module and the inputs (files written once each) and the
 options; the child reads the module as the caller's Computation wrote it (bytecode),
-compiles and runs it through hlogen.differential.compare's `run_on` and writes the
+compiles and runs it through hlogen.differential.comparison's `run_on` and writes the
 results to a file. An error the backend reports comes back as the same
 hg.HlogenError class; a child that dies or passes its time is `Died` (an
 ExecutionError), and replaced for the next run. `IsolatedRunner` is one computation with
@@ -25,7 +25,7 @@ from jaxlib.mlir import ir
 
 from hlogen import backends, errors, mlir, native
 from hlogen.computation import Computation
-from hlogen.differential.compare import run_on
+from hlogen.differential.comparison import run_on
 from hlogen.errors import ExecutionError, HlogenError
 
 _SERVE = "from hlogen.differential import isolated; isolated.serve()"

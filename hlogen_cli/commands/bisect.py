@@ -1,5 +1,5 @@
 """`hlogen bisect`: which stage of the test side's compiler makes it disagree with the
-reference (hlogen.differential.bisect: the HLO passes that ran, bisected by disabling
+reference (hlogen.differential.bisection: the HLO passes that ran, bisected by disabling
 sets of them); the work (`bisect_passes`) runs in a child process, as compare's does,
 and each compile of the test side in a child of its own (XLA ends the process without
 some passes)."""
@@ -47,6 +47,7 @@ def bisect_passes(file, function_name, sides, inputs, tolerance, json_path, seco
     """In the child: the verdict and the commands that reproduce it."""
     # here, not at the top: start-up (the parent imports no hlogen)
     from hlogen import differential
+    from hlogen.differential.reproduce import command_line  # (start-up: it imports hlogen)
     from hlogen_cli import sides as setups  # (start-up: it imports hlogen)
     setup = setups.setup(file, function_name, inputs, sides, json_path)
     arguments = setup.arguments if setup.arguments is not None else differential.random_inputs(
@@ -62,7 +63,10 @@ def bisect_passes(file, function_name, sides, inputs, tolerance, json_path, seco
     reproduce = {}
     if verdict.stage != "none" and (verdict.stage != "stopped" or verdict.fixed_options):
         def line(options):
-            return setups.command_line("compare", file, setup, tolerance, options, function_name)
+            return command_line("compare", file, test=setup.test, reference=setup.reference,
+                                test_options=options, function=function_name,
+                                inputs=setups.input_words(setup),
+                                tolerance=differential.Tolerance(**tolerance))
         reproduce["diverging"] = line(setup.test.xla_options)
         if verdict.fixed_options:
             reproduce["fixed"] = line(verdict.fixed_options)

@@ -10,10 +10,11 @@ from hlogen.conformance import files as conformance_files, report
 from hlogen.conformance.sample import stratified
 from hlogen.errors import HlogenError
 from hlogen.files import Output
+from hlogen.progress import Progress
 from hlogen.runtime import available, plugins, xla_options
 from hlogen_cli import status
 from hlogen_cli.options import backend_option, xla_flag_option
-from hlogen_cli.progress import Progress
+from hlogen_cli.progress import Line
 from hlogen_cli.reporting import reports_errors
 from hlogen_cli.work import checked_xla_flags, declaration
 
@@ -71,7 +72,7 @@ def command(paths, backend, xla_flags, jobs, timeout, batch, junit_path, json_pa
     reports = [(Output(path, option, inputs=read), form) for path, option, form in
                ((junit_path, "--junit", report.junit), (json_path, "--json", report.json_lines))
                if path]
-    progress = _Progress(quiet)
+    progress = _Counted(quiet)
     result = conformance.run(paths, chosen, jobs=jobs, timeout=timeout, known_lists=known_paths,
                              use_default_known=not no_default_known, on_record=progress,
                              explain=explain, batch=batch, xla_options=options)
@@ -88,17 +89,17 @@ def command(paths, backend, xla_flags, jobs, timeout, batch, junit_path, json_pa
     sys.exit(status.FAILED if result.failed else status.SUCCESS)
 
 
-class _Progress:
+class _Counted:
     """The conformance run's bar on a terminal, with how many modules fail so far."""
 
     def __init__(self, quiet: bool):
-        self.line = Progress(enabled=False) if quiet else Progress()
+        self.line = Line(enabled=False) if quiet else Line()
         self.failed = 0
 
     def __call__(self, record, done, total):
         if record["status"] in ("fail", "error", "crash", "timeout"):
             self.failed += 1
-        self.line.count("checking", done, total, f"({self.failed} failing)")
+        self.line.show(Progress("checking", f"({self.failed} failing)", done=done, total=total))
 
     def done(self):
         self.line.clear()

@@ -12,7 +12,7 @@ from hlogen import files
 from hlogen.errors import HlogenError
 from hlogen_cli import sources
 from hlogen_cli.options import FORMATS, force_option, format_options, function_option, output_option
-from hlogen_cli.progress import Progress
+from hlogen_cli.progress import Line
 from hlogen_cli.reporting import reports_errors
 
 def serialized(comp, fmt: str, target_version) -> bytes:
@@ -44,7 +44,7 @@ def command(files_in, function_name, output, fmt, target_version, pipeline, forc
         raise HlogenError("--target-version applies to --format portable only")
     if function_name is not None and len(files_in) > 1:
         raise HlogenError(f"--function picks a function of one FILE; {len(files_in)} files given")
-    progress = Progress()
+    progress = Line()
     functions = []  # (file, name, function)
     # what the user's code prints while it is imported and traced goes to stderr when
     # stdout carries the module (-o -, -o /dev/stdout), and so does what emit says

@@ -1,5 +1,5 @@
 """`hlogen fuzz`: programs on two backends until they disagree; each cause of a difference
-reduced and kept once (hg.fuzz, hlogen.fuzzing). The backends run in a child process
+reduced and kept once (hg.fuzz.run, hlogen.fuzz). The backends run in a child process
 that may die: a crash is a finding, never the end of the command."""
 from __future__ import annotations
 
@@ -8,13 +8,12 @@ import sys
 import click
 
 import hlogen as hg
-from hlogen.differential.generate import DEFAULT_ELEMENT_TYPES
-from hlogen.fuzzing import LARGE_RANGE_SHARE
+from hlogen.fuzz import DEFAULT_ELEMENT_TYPES, LARGE_RANGE_SHARE
 from hlogen_cli import completion, status
 from hlogen_cli.options import (SEED_OPTION, output_option, refuse, side_options,
                                 tolerance_options)
 from hlogen_cli.sides import sides_of
-from hlogen_cli.progress import Progress
+from hlogen_cli.progress import Line
 from hlogen_cli.reporting import reports_errors
 
 
@@ -73,20 +72,16 @@ def command(sides, seconds, programs, seed, large_range, output, corpus, ops, ma
     summary was found, 0 otherwise."""
     refuse(tolerance.refusals())
     test, reference = sides_of(sides)
-    line = Progress()
+    line = Line()
 
-    def progress(p):
-        found = f"{p.programs} programs, {p.findings} signatures ({p.new} new)"
-        line.phase("fuzzing", found if p.reducing is None else
-                   f"{found}; reducing {p.reducing}: {p.reduced_ops} ops")
 
     try:
-        run = hg.fuzz(test, reference, out=output, seconds=seconds, seed=seed or 0,
+        run = hg.fuzz.run(test, reference, out=output, seconds=seconds, seed=seed or 0,
                       corpus=corpus, ops=ops, max_rank=max_rank, max_dim=max_dim, depth=depth,
                       element_types=[t for t in element_types.split(",") if t],
                       large_range=large_range, **tolerance.keywords(),
                       reduce_seconds=reduce_timeout, run_seconds=run_timeout,
-                      programs=programs, progress=progress)
+                      programs=programs, progress=line.show)
     finally:
         line.clear()
     click.echo(run.text())

@@ -1,4 +1,4 @@
-"""`hlogen reduce`: the smallest module found that stays interesting (hg.reduce). The
+"""`hlogen reduce`: the smallest module found that stays interesting (hg.reduce_module). The
 backends run in a child process that may die (hlogen.differential.isolated): a crash
 or a hang of a candidate is the candidate's, never the command's."""
 from __future__ import annotations
@@ -13,7 +13,7 @@ from hlogen_cli.commands.run import VALUE_HELP
 from hlogen_cli.options import (force_option, function_option, input_options, output_option,
                                 refuse, side_options, tolerance_options)
 from hlogen_cli.sides import sides_of
-from hlogen_cli.progress import Progress
+from hlogen_cli.progress import Line
 from hlogen_cli.reporting import Stopped, reports_errors
 
 INPUTS_SUFFIX = ".inputs.npz"
@@ -100,17 +100,14 @@ def command(file, function_name, output, force, sides, tolerance, inputs, error,
     comp = input_values.refined(comp, inputs.specs)
     given = None if inputs.random or not (inputs.specs or inputs.zero) else \
         input_values.arguments(comp, inputs)
-    line = Progress()
+    line = Line()
 
-    def progress(p):
-        line.phase("reducing", f"{p.op_count} ops, {p.tried} candidates ({p.accepted} "
-                               f"accepted): {p.strategy}")
 
     try:
-        reduction = hg.reduce(
+        reduction = hg.reduce_module(
             comp, test=test, reference=reference, inputs=given, seed=inputs.seed or 0,
             large_range=inputs.large_range, **tolerance.keywords(), error=error, crash=crash,
-            script=script, timeout=timeout, progress=progress, run_seconds=run_timeout,
+            script=script, timeout=timeout, progress=line.show, run_seconds=run_timeout,
             interrupted_by=(Stopped,))  # Ctrl-C, SIGTERM, SIGHUP: the best so far is kept
     finally:
         line.clear()

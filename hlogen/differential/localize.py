@@ -1,4 +1,5 @@
-"""Divergence localisation: the first op whose values differ between two backends.
+"""Localisation of a divergence: the first op whose values differ between two backends
+(`first_divergence`, a `FirstDivergence`), and the probes behind it (`probed`).
 
 `first_divergence` re-runs a computation with every intermediate value of `main` (each
 top-level op's results, in program order) as an extra output, on PJRT and on the
@@ -22,7 +23,7 @@ _SKIPPED = {"func.return", "stablehlo.constant"}  # constants are the same every
 
 
 @dataclasses.dataclass
-class Divergence:
+class FirstDivergence:
     """Where two backends start to differ."""
     op: str                  # e.g. stablehlo.exponential
     location: str            # file:line:column of the op (or the source name)
@@ -50,7 +51,7 @@ class Divergence:
 
 def first_divergence(computation: Computation, inputs, backend: str = "cpu",
                      reference: str = backends.INTERPRET.name, max_ulp: int = 3,
-                     rtol: float = 0.0) -> Divergence | None:
+                     rtol: float = 0.0) -> FirstDivergence | None:
     """The first op of `computation`'s main (in program order) whose values on `backend`
     and on `reference` differ, run on `inputs` (one array per parameter); None when every
     intermediate value agrees. Two floats differ when more than `max_ulp` units in the
@@ -77,7 +78,7 @@ def first_divergence(computation: Computation, inputs, backend: str = "cpu",
         first = found.first[0] if found.first else None
         example = (f"at {list(first.index)}: {backend} {first.actual.item()}, {reference} "
                    f"{first.expected.item()}" if first else found.problem)
-        return Divergence(
+        return FirstDivergence(
             op=op.name, location=preflight.located(op, where), position=position, result=index,
             operand_shapes=[_shape(v_.type) for v_ in op.operands],
             result_shapes=[_shape(r.type) for r in op.results],

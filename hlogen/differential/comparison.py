@@ -194,9 +194,10 @@ def compare(computation: Computation, inputs=None, test=backends.CPU.name,
             reference=backends.INTERPRET.name,
             test_options=None, reference_options=None, abs=1e-3, rel=1e-3, ulp=None,
             bitwise=False, iterations=1, seed=0, large_range=False, shown=5,
-            watch=None, runner=None) -> Comparison:
+            watch=None, runner=None, tolerance: Tolerance | None = None) -> Comparison:
     """Runs `computation` on the test and the reference side and compares each result
-    by XLA's rule (abs and rel bounds), or within `ulp` units, or `bitwise`.
+    by XLA's rule (abs and rel bounds), or within `ulp` units, or `bitwise` (or by
+    `tolerance`, a Tolerance given whole, in place of these four).
 
     `test`, `reference`: backend names (hlogen.backends: "cpu", "gpu", "interpret"; "hlo:cpu" takes the
     route through HLO) or Sides; `*_options`: XLA options of each (a dict or NAME=VALUE
@@ -208,7 +209,7 @@ def compare(computation: Computation, inputs=None, test=backends.CPU.name,
     `runner(side, module, inputs)`: how a side runs a module (default `Side.run`, in this
     process; hlogen.differential.isolated's Children run it in a child process that may die).
     """
-    tolerance = Tolerance(abs, rel, ulp, bitwise)
+    tolerance = Tolerance(abs, rel, ulp, bitwise) if tolerance is None else tolerance
     sides = Side.of(test, test_options), Side.of(reference, reference_options)
     if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
         raise InputError(f"iterations must be a whole number >= 1, got {iterations!r}")

@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 
 from hlogen import backends
 from hlogen.computation import Computation
-from hlogen.differential.compare import Side
+from hlogen.differential.comparison import Side
 from hlogen.differential.hlo_passes import passes_that_ran
 from hlogen.differential.inputs import random_inputs
 from hlogen.differential.isolated import IsolatedRunner
@@ -218,7 +218,7 @@ def bisect(computation: Computation, inputs=None, test=backends.CPU.name,
            bitwise=False, seed=0, large_range=False, seconds=600,
            interrupted_by: tuple = ()) -> Verdict:
     """The stage of the test side's compiler that makes it disagree with the reference
-    (arguments as hlogen.differential.compare's; `seconds`: the limit of one compile
+    (arguments as hlogen.differential.comparison's; `seconds`: the limit of one compile
     and run; `interrupted_by`: as `search`'s, a "stopped" verdict of what was narrowed)."""
     tolerance = Tolerance(abs, rel, ulp, bitwise)
     test_side, reference_side = Side.of(test, test_options), Side.of(reference, reference_options)

@@ -1,0 +1,195 @@
+"""A fuzz run's findings: their signatures, and the output folder that keeps them."""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import re
+import xml.etree.ElementTree as ET
+
+from hlogen import files
+from hlogen.differential.comparison import Side
+from hlogen.differential.near import Tolerance
+from hlogen.errors import InputError
+
+SUMMARY, JUNIT = "summary.json", "junit.xml"
+
+
+@dataclasses.dataclass(frozen=True)
+class Signature:
+    """What a triager files once: the kind ("divergence", "error on SIDE", "crash of
+    SIDE"), the difference (the class of the first difference, the error's class, or the
+    signal), the op where the sides first differ (a divergence's), and a gist (an error's
+    message, or what explains a divergence at no op in particular)."""
+
+    kind: str
+    difference: str
+    at: str | None = None
+    gist: str | None = None
+
+    def __str__(self) -> str:
+        """What names the cause: an op where the sides first differ names it whatever
+        the class of the difference there (log(exp(x)) rewritten to x is an infinity for
+        a large x, a value for a rounded one: one cause)."""
+        return (self.kind + (f" at {self.at}" if self.at else f" ({self.difference})")
+                + (f": {self.gist}" if self.gist else ""))
+
+
+@dataclasses.dataclass
+class Finding:
+    """One signature: what differed, reduced, and where its reproducer is."""
+
+    signature: str
+    kind: str             # "divergence", "error on cpu", "crash of cpu"
+    difference: str       # "value", "subnormal", ...; "ExecutionError", ...; "SIGABRT"
+    at: str | None        # the op where the sides first differ (a divergence)
+    gist: str | None      # an error's message, normalized; or why a divergence is at no op
+    ops: list             # of the reduced module (constants aside), sorted
+    program: str          # where the program came from: generate(...) or a corpus module
+    message: str          # what differed on the reduced module
+    module: str           # the reproducer's files, in the output folder
+    inputs: str | None
+    command: str | None
+    op_count: int         # of the reduced module
+    original_op_count: int
+    reduce_seconds: float
+    timed_out: bool       # the reduction stopped at its time limit
+    new: bool = True      # not in the folder's summary before this run
+    seen: int = 1         # programs of this run that showed it
+
+    def to_json(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass
+class Fuzzed:
+    """What a fuzz run did and found (`findings`: this run's signatures, new or not)."""
+
+    test: Side
+    reference: Side
+    tolerance: Tolerance
+    seed: int
+    seconds: float = 0.0
+    programs: int = 0     # generated or taken from the corpus
+    generated: int = 0
+    from_corpus: int = 0
+    large_range: int = 0  # programs whose random inputs span the exponent range
+    agreed: int = 0
+    reducing: float = 0.0  # seconds spent reducing findings
+    skipped: dict = dataclasses.field(default_factory=dict)  # why -> count
+    findings: list = dataclasses.field(default_factory=list)
+
+    @property
+    def new(self) -> list:
+        return [f for f in self.findings if f.new]
+
+    def to_json(self) -> dict:
+        return {"test": self.test.to_json(), "reference": self.reference.to_json(),
+                "tolerance": self.tolerance.to_json(), "seed": self.seed,
+                "seconds": round(self.seconds, 3), "programs": self.programs,
+                "generated": self.generated, "from_corpus": self.from_corpus,
+                "large_range": self.large_range, "agreed": self.agreed,
+                "reducing_seconds": round(self.reducing, 3), "skipped": dict(self.skipped),
+                "new": len(self.new), "findings": [f.to_json() for f in self.findings]}
+
+    def text(self) -> str:
+        skipped = ", ".join(f"{n} {why}" for why, n in sorted(self.skipped.items()))
+        lines = [f"{self.programs} programs in {self.seconds:.0f} s ({self.generated} generated, "
+                 f"{self.from_corpus} from the corpus): {self.agreed} agreed, "
+                 f"{len(self.findings)} signature(s) found, {len(self.new)} new"
+                 + (f"; skipped: {skipped}" if skipped else "")]
+        for f in self.findings:
+            lines.append(f"{'new' if f.new else 'known'}: {f.signature} ({f.seen} program(s); "
+                         f"{f.original_op_count} -> {f.op_count} ops) {f.module}")
+            if f.command:
+                lines.append(f"  {f.command}")
+        return "\n".join(lines)
+
+
+# -- the output folder ----------------------------------------------------------------------
+
+class Outputs:
+    """Files in the output folder, each written whole (hlogen.files.Output)."""
+
+    def __init__(self, folder):
+        self.folder = folder
+
+    def path(self, name: str) -> str:
+        return os.path.join(str(self.folder), name)
+
+    def write(self, name: str, data: bytes) -> None:
+        files.Output(self.path(name), "-o").write(data)
+
+
+def _name(signature: str) -> str:
+    """A file name for a signature: its words, and a digest that keeps names apart."""
+    words = re.sub(r"[^a-z0-9]+", "-", signature.lower().replace("stablehlo.", "")).strip("-")
+    return f"{words[:60].rstrip('-')}-{hashlib.sha256(signature.encode()).hexdigest()[:8]}"
+
+
+def save(outputs: Outputs, finding: Finding, reduced) -> None:
+    """The reproducer of `finding`: NAME.mlir, NAME.inputs.npz (when it has inputs), and
+    NAME.txt (the signature, the program, what differs, the command)."""
+    name = _name(finding.signature)
+    finding.module = outputs.path(f"{name}.mlir")
+    outputs.write(f"{name}.mlir", reduced.computation.as_text().encode())
+    if reduced.inputs:
+        finding.inputs = outputs.path(f"{name}.inputs.npz")
+        outputs.write(f"{name}.inputs.npz", reduced.npz())
+    finding.command = reduced.command(finding.module, finding.inputs)
+    outputs.write(f"{name}.txt", "\n".join([
+        finding.signature, f"from: {finding.program}",
+        f"reduced: {finding.original_op_count} -> {finding.op_count} ops in "
+        f"{finding.reduce_seconds:.1f} s" + (" (stopped at its time limit)"
+                                              if finding.timed_out else ""),
+        "", finding.message, "", f"to see it: {finding.command}", ""]).encode())
+
+
+def known_signatures(folder) -> dict:
+    """The findings of the folder's summary (signature -> JSON), {} when it has none."""
+    path = os.path.join(str(folder), SUMMARY)
+    if not os.path.exists(path):
+        return {}
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+        return {f["signature"]: f for f in data["findings"]}
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise InputError(f"{path}: not a summary of hlogen fuzz ({e}); move it away or "
+                         f"choose another folder") from None
+
+
+def summary(run: Fuzzed, known: dict) -> bytes:
+    """This run's summary, with the signatures the folder held before that it did not see."""
+    data = run.to_json()
+    seen = {f.signature for f in run.findings}
+    data["earlier"] = [f for s, f in known.items() if s not in seen]
+    return (json.dumps(data, indent=1) + "\n").encode()
+
+
+def junit(run: Fuzzed) -> bytes:
+    """JUnit XML: one testcase per signature found (a failure when new, skipped when the
+    folder knew it), and one for the programs that agreed."""
+    root = ET.Element("testsuites", name="hlogen fuzz", time=f"{run.seconds:.3f}")
+    suite = ET.SubElement(root, "testsuite", name=f"fuzz.{run.test.label} vs {run.reference.label}",
+                          tests=str(len(run.findings) + 1), failures=str(len(run.new)),
+                          errors="0", skipped=str(len(run.findings) - len(run.new)),
+                          time=f"{run.seconds:.3f}")
+    agreed = ET.SubElement(suite, "testcase", classname="fuzz", name="programs that agree",
+                           time=f"{run.seconds:.3f}")
+    ET.SubElement(agreed, "system-out").text = (f"{run.agreed} of {run.programs} programs "
+                                                f"agree")
+    for f in run.findings:
+        case = ET.SubElement(suite, "testcase", classname="fuzz", name=f.signature,
+                             time=f"{f.reduce_seconds:.3f}", file=f.module)
+        details = f"{f.message}\n\nto see it: {f.command}"
+        if f.new:
+            ET.SubElement(case, "failure", type=f.kind, message=f.signature).text = details
+        else:
+            ET.SubElement(case, "skipped", message=f"known: {f.signature}").text = details
+    return ET.tostring(root, encoding="utf-8", xml_declaration=True)
+
+
+# -- the corpus -----------------------------------------------------------------------------
+
