@@ -15,7 +15,7 @@ from hlogen_cli import status
 from hlogen_cli.options import backend_option, xla_flag_option
 from hlogen_cli.progress import Progress
 from hlogen_cli.reporting import reports_errors
-from hlogen_cli.work import checked_xla_flags, declaration
+from hlogen_cli.compiling import checked_xla_flags, declaration
 
 ALL = "all"
 

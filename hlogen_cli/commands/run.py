@@ -1,6 +1,6 @@
 """`hlogen run`: compile and run a computation, in a child process (hlogen_cli.isolation:
-a native abort is an error, not a crash), whose work is hlogen_cli.work.run. This module
-imports no hlogen: the parent of the child starts at once."""
+a native abort is an error, not a crash), whose work is `run_module` (hlogen_cli.running).
+This module imports no hlogen at the top: the parent of the child starts at once."""
 from __future__ import annotations
 
 import dataclasses
@@ -95,6 +95,12 @@ def command(file, function_name, **options):
         options["replicas"] = options["num_processes"]
     run_options = RunOptions(**options)
     run_options.check()
-    isolation.in_child("work:run", {"file": file, "function_name": function_name,
+    isolation.in_child(run_module, {"file": file, "function_name": function_name,
                                     "options": dataclasses.asdict(run_options)},
                        file, run_options.timeout, run_options.is_distributed)
+
+
+def run_module(file: str, function_name: str | None, options: dict) -> None:
+    """In the child: hlogen_cli.running.run, the whole run."""
+    from hlogen_cli import running  # here, not at the top: start-up (it imports hlogen)
+    running.run(file, function_name, options)

@@ -53,4 +53,23 @@ def samples_show(name):
 @reports_errors
 def samples_run(name, backend):
     """Run sample NAME on default inputs (printed first)."""
-    isolation.in_child("work:run_sample", {"name": name, "backend": backend}, name)
+    isolation.in_child(run_sample, {"name": name, "backend": backend}, name)
+
+
+def run_sample(name: str, backend: str | None) -> None:
+    """In the child: sample NAME run as `hlogen run` runs it, on default inputs (printed
+    first)."""
+    # here, not at the top: start-up (the parent imports no hlogen)
+    import dataclasses
+
+    from hlogen_cli import running, samples
+    from hlogen_cli.options import RunOptions
+    path, function_name, _ = samples.find(name)
+
+    def default_inputs(comp):
+        arrays = samples.default_inputs(comp)
+        for n, a in zip(comp.parameter_names, arrays):
+            click.echo(f"input {n}: {samples.literal(a)}")
+        return arrays
+
+    running.run(str(path), function_name, dataclasses.asdict(RunOptions(backend=backend)), default_inputs)
