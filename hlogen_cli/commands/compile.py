@@ -48,10 +48,11 @@ def compile_module(file: str, function_name: str | None, backend: str | None, ou
                    xla_flags: tuple = ()) -> None:
     """In the child: XLA's optimized HLO, its cost analysis, a compiled file."""
     # here, not at the top: start-up (the parent imports no hlogen)
-    from hlogen import files
-    from hlogen.errors import InputError
-    from hlogen_cli import compiled as compiled_files, sources
-    from hlogen_cli.compiling import checked_xla_flags, compiled, compiling, options_in_force
+    from hlogen import files  # (start-up)
+    from hlogen.errors import InputError  # (start-up)
+    from hlogen_cli import compiled as compiled_files, sources  # (start-up)
+    from hlogen_cli.compiling import (checked_xla_flags, compiled, compiling,  # (start-up)
+                                      options_in_force)
     xla = checked_xla_flags(xla_flags)
     compiling(backend)
     path = files.Output(output, "-o", inputs=[file]) if output else None

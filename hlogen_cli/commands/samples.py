@@ -1,10 +1,12 @@
 """`hlogen samples`: the sample computations, listed, shown, run."""
 from __future__ import annotations
 
+import dataclasses
+
 import click
 
 from hlogen_cli import completion, isolation
-from hlogen_cli.options import backend_option
+from hlogen_cli.options import RunOptions, backend_option
 from hlogen_cli.reporting import reports_errors
 
 
@@ -59,11 +61,7 @@ def samples_run(name, backend):
 def run_sample(name: str, backend: str | None) -> None:
     """In the child: sample NAME run as `hlogen run` runs it, on default inputs (printed
     first)."""
-    # here, not at the top: start-up (the parent imports no hlogen)
-    import dataclasses
-
-    from hlogen_cli import running, samples
-    from hlogen_cli.options import RunOptions
+    from hlogen_cli import running, samples  # here, not at the top: start-up (hlogen)
     path, function_name, _ = samples.find(name)
 
     def default_inputs(comp):
@@ -72,4 +70,5 @@ def run_sample(name: str, backend: str | None) -> None:
             click.echo(f"input {n}: {samples.literal(a)}")
         return arrays
 
-    running.run(str(path), function_name, dataclasses.asdict(RunOptions(backend=backend)), default_inputs)
+    running.run(str(path), function_name, dataclasses.asdict(RunOptions(backend=backend)),
+                default_inputs)
