@@ -27,6 +27,7 @@ from hlogen.errors import ShapeError, UnsupportedError
 from hlogen.ops._common import (COMPLEX, FLOAT, array_operand, check_dimension, check_kind,
                                 full_like)
 from hlogen.ops.convolution import ConvDimensionNumbers
+from hlogen.ops import elementwise
 from hlogen.ops.elementwise import ACCURACY_OPS, ResultAccuracy
 from hlogen.ops.linalg import DotDimensionNumbers
 from hlogen.xla_client import _linalg, _special
@@ -151,25 +152,21 @@ def _no_channel(channel_id, op_name: str) -> None:
 
 # -- element-wise ------------------------------------------------------------------------------
 
-# XLA's name: hlogen's op, for the binary ops (lhs, rhs, broadcast_dimensions=None)
+# XLA's name: hlogen's op, for the binary ops (lhs, rhs, broadcast_dimensions=None): every
+# row of hlogen.ops.elementwise's tables, by its spec name (XLA's)
 _BINARY = {
-    "Eq": _ops.eq, "Ne": _ops.ne, "Ge": _ops.ge, "Gt": _ops.gt, "Lt": _ops.lt, "Le": _ops.le,
-    "Add": _ops.add, "Sub": _ops.sub, "Mul": _ops.mul, "Div": _ops.div, "Rem": _ops.rem,
-    "Max": _ops.max, "Min": _ops.min, "And": _ops.and_, "Or": _ops.or_, "Xor": _ops.xor,
-    "ShiftLeft": _ops.shift_left, "ShiftRightArithmetic": _ops.shift_right_arithmetic,
-    "ShiftRightLogical": _ops.shift_right_logical, "Atan2": _ops.atan2, "Pow": _ops.pow,
-    "Complex": _ops.complex,
+    **{xla: getattr(_ops, name) for name, (xla, _) in elementwise.COMPARISONS.items()},
+    **{row.spec: getattr(_ops, name) for name, row in elementwise.BINARY_ARITHMETIC.items()},
 }
+
+# The element-wise ops of hlogen that XLA's binding (xla/python/ops.cc) has no function for
+_NOT_IN_BINDING = {"RoundNearestEven"}  # the binding has Round only (ties away from zero)
 
 # XLA's name: hlogen's op, for the unary ops (operand)
 _UNARY = {
-    "Not": _ops.not_, "PopulationCount": _ops.population_count, "Clz": _ops.clz,
-    "Abs": _ops.abs, "Exp": _ops.exp, "Expm1": _ops.expm1, "Floor": _ops.floor,
-    "Ceil": _ops.ceil, "Round": _ops.round, "Log": _ops.log, "Log1p": _ops.log1p,
-    "Sign": _ops.sign, "Cos": _ops.cos, "Sin": _ops.sin, "Tan": _ops.tan, "Tanh": _ops.tanh,
-    "IsFinite": _ops.is_finite, "Neg": _ops.neg, "Sqrt": _ops.sqrt, "Rsqrt": _ops.rsqrt,
-    "Cbrt": _ops.cbrt, "Erf": _ops.erf, "Real": _ops.real, "Imag": _ops.imag,
-    "OptimizationBarrier": _ops.optimization_barrier, "Logistic": _ops.logistic,
+    **{row.spec: getattr(_ops, name) for name, row in elementwise.UNARY.items()
+       if row.spec not in _NOT_IN_BINDING},
+    "OptimizationBarrier": _ops.optimization_barrier,
     # XLA's client library defines these by the ops they are made of
     "Square": lambda x: _ops.mul(x, x),
     "Reciprocal": lambda x: _ops.div(1, x),

@@ -8,8 +8,9 @@ import re
 import click
 
 from hlogen_cli import isolation
-from hlogen_cli.options import (backend_option, function_option, no_cache_option, output_option,
-                                verbose_option, xla_flag_option)
+from hlogen_cli.options import (backend_option, formats_in_help, function_option,
+                                no_cache_option, output_option, verbose_option,
+                                xla_flag_option)
 from hlogen_cli.reporting import reports_errors
 
 
@@ -29,12 +30,12 @@ from hlogen_cli.reporting import reports_errors
 @no_cache_option
 @verbose_option
 @reports_errors
+@formats_in_help
 def command(file, function_name, backend, xla_flags, output, hlo, cost, memory, no_cache, verbose):
     """Compile IN with XLA: its optimized HLO, a compiled file, its cost analysis.
 
-    IN: a module (.mlir text, bytecode or portable artifact, XLA's HLO text or protos, or
-    a serialized jax Exported; - reads standard input) or a .py file of @hg.function
-    definitions."""
+    IN: a module ({formats}, recognized by content; - reads standard input) or a .py file
+    of @hg.function definitions."""
     if not (output or cost or memory):
         hlo = True
     isolation.in_child(compile_module,
