@@ -49,6 +49,20 @@ def test_xla_client_has_every_element_wise_op_by_its_xla_name():
         assert table[xla] is getattr(ops, name), xla
 
 
+
+def test_xla_client_builds_every_op_or_says_why_not():
+    """Every op of hlogen.ops has XLA's binding's function in hlogen.xla_client (which
+    builds it with `_ops.NAME`), or is named in its _NOT_BUILT with why."""
+    folder = ROOT / "hlogen" / "xla_client"
+    used = {m for path in folder.glob("*.py") for m in re.findall(r"_ops\.(\w+)", path.read_text())}
+    missing = sorted(set(ops.__all__) - set(elementwise.__all__) - used - set(xla_ops._NOT_BUILT))
+    assert not missing, (
+        f"hlogen.xla_client builds none of {', '.join(missing)}: add XLA's binding's function "
+        f"to hlogen/xla_client/ops.py (and its test to tests/test_xla_client_ops.py), or the "
+        f"op and why to _NOT_BUILT there")
+    assert not set(xla_ops._NOT_BUILT) & used, "_NOT_BUILT names ops that are built"
+    assert set(xla_ops._NOT_BUILT) <= set(ops.__all__), "_NOT_BUILT names no op"
+
 def test_help_texts_read_the_formats_from_the_one_list():
     """hlogen_cli/options.py's MODULE_FORMATS says hlogen.loading.FORMATS (a new input
     format: a phrase in FORMATS, and the same words there); run, compile and opt print it."""
