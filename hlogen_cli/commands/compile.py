@@ -49,20 +49,17 @@ def compile_module(file: str, function_name: str | None, backend: str | None, ou
                    xla_flags: tuple = ()) -> None:
     """In the child: XLA's optimized HLO, its cost analysis, a compiled file."""
     # here, not at the top: start-up (the parent imports no hlogen)
-    from hlogen import files  # (start-up)
-    from hlogen.errors import InputError  # (start-up)
-    from hlogen_cli import compiled as compiled_files, sources  # (start-up)
-    from hlogen_cli.compiling import (checked_xla_flags, compiled, compiling,  # (start-up)
-                                      options_in_force)
-    xla = checked_xla_flags(xla_flags)
-    compiling(backend)
+    from hlogen import errors, files
+    from hlogen_cli import compiled as compiled_files, compiling, sources  # (start-up)
+    xla = compiling.checked_xla_flags(xla_flags)
+    compiling.compiling(backend)
     path = files.Output(output, "-o", inputs=[file]) if output else None
     source = sources.module_source(file, function_name)
     comp, from_file = source.computation, source.compiled
     if from_file is not None:
-        raise InputError(f"{from_file.where}: compiled already (hlogen run runs it; "
+        raise errors.InputError(f"{from_file.where}: compiled already (hlogen run runs it; "
                          f"hlogen compile takes a module or a .py file)")
-    done = compiled(comp, backend, no_cache, xla_options=xla)
+    done = compiling.compiled(comp, backend, no_cache, xla_options=xla)
     exe = done.executable
     if hlo:
         click.echo(exe.optimized_hlo().rstrip("\n"))
@@ -81,7 +78,7 @@ def compile_module(file: str, function_name: str | None, backend: str | None, ou
         path.write(data)
         click.echo(f"{output}: compiled for {exe.backend} ({exe.device.device_kind}), "
                    f"{len(data)} bytes: hlogen run {output} runs it", err=True)
-    options_in_force(exe)
+    compiling.options_in_force(exe)
     if verbose:
         click.echo(f"{exe.backend}: {done.how} in {exe.compile_seconds * 1e3:.1f} ms", err=True)
 
