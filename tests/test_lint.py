@@ -13,7 +13,7 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 FOLDERS = ["hlogen", "hlogen_cli", "tests", "benchmarks", "samples"]
-# `# noqa: E402 - why`, `# noqa: E402  # why`, `# noqa: E402 (why)`: the words after the codes
+# a noqa directive, its codes, and the words after them (" - why", "  # why", " (why)")
 NOQA = re.compile(r"#\s*noqa\b(?::\s*[A-Z]+\d+(?:\s*,\s*[A-Z]+\d+)*)?(?P<why>.*)$")
 
 
