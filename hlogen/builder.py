@@ -226,7 +226,8 @@ class RegionBuilder(Builder):
     or `build` of its own, and closes once the computation is traced.
     """
 
-    def __init__(self, parent: Builder, description: str, block: ir.Block):  # noqa: super not called
+    # (not Builder.__init__, which starts a module: a region's ops go into its parent's)
+    def __init__(self, parent: Builder, description: str, block: ir.Block):
         self.name = parent.name
         self.parent = parent
         self.description = description

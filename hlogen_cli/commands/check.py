@@ -36,7 +36,8 @@ ALL = "all"
 @click.option("--junit", "junit_path", metavar="OUT.xml", help="Write a JUnit XML report.")
 @click.option("--json", "json_path", metavar="OUT.jsonl", help="Write one JSON record per module run.")
 @click.option("--known", "known_paths", multiple=True, metavar="FILE",
-              help="A known-deviation list to add to the built-in one (JSON; see docs/conformance.md, Known deviations).")
+              help="A known-deviation list to add to the built-in one (JSON; see "
+                   "docs/conformance.md, Known deviations).")
 @click.option("--no-default-known", is_flag=True, help="Leave out the built-in known-deviation list.")
 @click.option("--explain", is_flag=True,
               help="For each module that fails on PJRT, name the first op whose PJRT and "
