@@ -258,7 +258,7 @@ class InsertingBuilder(RegionBuilder):
     """Emits before `operation` of an existing module, at its location: for rewrites that
     express an op with others (hlogen.rewrites)."""
 
-    def __init__(self, module: ir.Module, operation: ir.Operation, description: str):  # noqa
+    def __init__(self, module: ir.Module, operation: ir.Operation, description: str):
         self.name, self.parent, self.description, self.module = "rewrite", None, description, module
         self._block = operation.block
         self._ip = ir.InsertionPoint(operation)

@@ -7,5 +7,5 @@
 - known (+ known_deviations.json): known deviations as data; report: summary, JUnit, JSON;
 - explain: `first_divergence`, the first op whose PJRT and interpreter values differ.
 """
-from hlogen.conformance.check import run  # noqa: F401
-from hlogen.conformance.explain import Divergence, first_divergence  # noqa: F401
+from hlogen.conformance.check import run
+from hlogen.conformance.explain import Divergence, first_divergence

@@ -309,13 +309,13 @@ for _name, (_arguments, _reason) in _REFUSED.items():
 
 @_public
 @xla_op()
-def Select(pred, on_true, on_false):  # noqa: N802 - XLA's names, here and below
+def Select(pred, on_true, on_false):  # XLA's names, here and below
     return _ops.select(pred, on_true, on_false)
 
 
 @_public
 @xla_op()
-def Clamp(min, operand, max):  # noqa: A002
+def Clamp(min, operand, max):
     return _ops.clamp(min, operand, max)
 
 
@@ -367,7 +367,7 @@ __all__.append("Constant")
 
 @_public
 @xla_op()
-def Iota(builder, shape=None, iota_dimension=None, *, type=None, size=None):  # noqa: A002
+def Iota(builder, shape=None, iota_dimension=None, *, type=None, size=None):
     """Iota(builder, shape, iota_dimension), or Iota(builder, type, size): a vector."""
     builder = _builder(builder, "Iota")
     if type is not None or isinstance(shape, PrimitiveType):  # Iota(builder, type, size)
@@ -668,7 +668,7 @@ def Gather(a, start_indices, dimension_numbers, slice_sizes, indices_are_sorted=
 
 @_public
 @xla_op()
-def Scatter(input=None, scatter_indices=None, updates=None, update_computation=None,  # noqa: A002
+def Scatter(input=None, scatter_indices=None, updates=None, update_computation=None,
             dimension_numbers=None, indices_are_sorted=False, unique_indices=False, *,
             inputs=None):
     """Scatter of one operand (`input`) or several (`inputs`, a list: a tuple result)."""
@@ -848,7 +848,7 @@ def LU(operand):
 
 @_public
 @xla_op()
-def TopK(input, k):  # noqa: A002
+def TopK(input, k):
     """(values, s32 indices) of the k largest elements along the last dimension: a tuple."""
     return _tuple(_ops.top_k(input, k), input.builder)
 
