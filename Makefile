@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 HLOGEN := $(VENV)/bin/hlogen
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup demo test docs fuzz bench clean lint-imports
+.PHONY: setup demo test docs fuzz bench clean lint-imports lint
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -50,6 +50,10 @@ docs: $(DOCS_STAMP)
 # The layering contract alone (pyproject.toml [tool.importlinter]; make test checks it too).
 lint-imports: $(STAMP)
 	$(VENV)/bin/lint-imports
+
+# ruff alone (pyproject.toml [tool.ruff]; make test runs it: tests/test_lint.py).
+lint: $(STAMP)
+	$(VENV)/bin/ruff check
 
 # The fuzz suite at 20 times the cases `make test` runs, with a new seed each time
 # (HLOGEN_FUZZ_SEED=N repeats a run); prints the counts docs/robustness.md records.

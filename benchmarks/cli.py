@@ -26,7 +26,7 @@ import tempfile
 import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from _timing import machine  # noqa: E402
+from _timing import machine
 
 
 def matmul_module() -> str:

@@ -21,17 +21,17 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
 
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
+import jax
+import jax.numpy as jnp
+import numpy as np
 
-import hlogen as hg  # noqa: E402
-from hlogen.differential import Side, compare, run_on  # noqa: E402
-from _timing import interleaved_medians, machine  # noqa: E402
+import hlogen as hg
+from hlogen.differential import Side, compare, run_on
+from _timing import interleaved_medians, machine
 
 
 def module(shape) -> hg.Computation:
-    f = lambda x: jnp.tanh(x) * 2 + jnp.log(jnp.exp(x)) / 3  # noqa: E731
+    f = lambda x: jnp.tanh(x) * 2 + jnp.log(jnp.exp(x)) / 3
     return hg.load(jax.jit(f).lower(np.zeros(shape, np.float32)).as_text())
 
 

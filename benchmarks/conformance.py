@@ -34,7 +34,8 @@ def main() -> None:
     print(f"{args.path}, {args.jobs} workers, batches of {args.batch}, Python {platform.python_version()}, "
           f"{time.strftime('%Y-%m-%d %H:%M')}")
     print()
-    print("| backend | files (module runs) | pass | known | other | pass rate (judged) | skipped or known | wall | median per module | workers' CPU time | load before / after |")
+    print("| backend | files (module runs) | pass | known | other | pass rate (judged) | "
+          "skipped or known | wall | median per module | workers' CPU time | load before / after |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for backend in backends:
         before = os.getloadavg()[0]
@@ -52,7 +53,8 @@ def main() -> None:
         aside = 100 * (counts["skipped"] + counts["known"]) / len(records)  # the issue's <= 1% target
         files = len({r["file"] for r in run.records})
         print(f"| {backend} | {files} ({len(run.records)}) | {counts['pass']} | {counts['known']} | "
-              f"{other} | {rate:.2f}% of {judged} | {aside:.2f}% | {run.seconds:.1f} s | {median:.1f} ms | {worker_cpu:.1f} s | "
+              f"{other} | {rate:.2f}% of {judged} | {aside:.2f}% | {run.seconds:.1f} s | "
+              f"{median:.1f} ms | {worker_cpu:.1f} s | "
               f"{before:.2f} / {after:.2f} |")
         sys.stdout.flush()
 

@@ -11,13 +11,13 @@ import sys
 
 sys.path.insert(0, __import__("os").path.dirname(__file__))
 
-import jax  # noqa: E402
-import numpy as np  # noqa: E402
+import jax
+import numpy as np
 
-import hlogen as hg  # noqa: E402
-from hlogen import ops  # noqa: E402
-from hlogen.runtime import _jaxlib  # noqa: E402
-from _timing import interleaved_medians, print_table  # noqa: E402
+import hlogen as hg
+from hlogen import ops
+from hlogen.runtime import _jaxlib
+from _timing import interleaved_medians, print_table
 
 CALLS = 2000
 

@@ -12,14 +12,14 @@ import sys
 
 sys.path.insert(0, __import__("os").path.dirname(__file__))
 
-import jax  # noqa: E402
-from jax import lax  # noqa: E402
-from jaxlib.mlir import ir  # noqa: E402
-from jaxlib.mlir.dialects import func, stablehlo  # noqa: E402
+import jax
+from jax import lax
+from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import func, stablehlo
 
-import hlogen as hg  # noqa: E402
-from hlogen import mlir, ops  # noqa: E402
-from _timing import interleaved_medians, print_table  # noqa: E402
+import hlogen as hg
+from hlogen import mlir, ops
+from _timing import interleaved_medians, print_table
 
 N_OPS = 2000
 SHAPE = (16, 16)

@@ -19,10 +19,10 @@ import time
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-import hlogen as hg  # noqa: E402
-from _timing import machine  # noqa: E402
-from hlogen.differential import random_inputs  # noqa: E402
-from hlogen.fuzz import LARGE_RANGE_SHARE, generate, large_range_of, program_seed_of  # noqa: E402
+import hlogen as hg
+from _timing import machine
+from hlogen.differential import random_inputs
+from hlogen.fuzz import LARGE_RANGE_SHARE, generate, large_range_of, program_seed_of
 
 PROGRAMS = 60
 SEED = 11

@@ -15,10 +15,10 @@ import time
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-import hlogen as hg  # noqa: E402
-from _timing import machine  # noqa: E402
-from hlogen.fuzz import generate, mutate  # noqa: E402
-from tests.test_generate import _arguments  # noqa: E402  (test scaffolding: inputs)
+import hlogen as hg
+from _timing import machine
+from hlogen.fuzz import generate, mutate
+from tests.test_generate import _arguments  # (test scaffolding: inputs)
 
 PROGRAMS = 200   # generated, for the rate of generation
 RUN = 40         # of them compiled and run on both backends

@@ -13,15 +13,15 @@ import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
+import jax
+import jax.numpy as jnp
+import numpy as np
 
-import hlogen as hg  # noqa: E402
-from hlogen import mlir  # noqa: E402
-from hlogen.differential import bisect, run_on  # noqa: E402
-from hlogen.runtime import pjrt  # noqa: E402
-from _timing import machine  # noqa: E402
+import hlogen as hg
+from hlogen import mlir
+from hlogen.differential import bisect, run_on
+from hlogen.runtime import pjrt
+from _timing import machine
 
 LINKS = 120  # about eight StableHLO ops each (constants and broadcasts with them)
 

@@ -21,13 +21,13 @@ import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 
-import jax  # noqa: E402
-import numpy as np  # noqa: E402
-from jax.sharding import SingleDeviceSharding  # noqa: E402
+import jax
+import numpy as np
+from jax.sharding import SingleDeviceSharding
 
-import hlogen as hg  # noqa: E402
-from hlogen import backends, conformance, ops  # noqa: E402
-from _timing import interleaved_medians, machine, print_table  # noqa: E402
+import hlogen as hg
+from hlogen import backends, conformance, ops
+from _timing import interleaved_medians, machine, print_table
 
 PLUGIN = "xla_cpu_pjrt"
 CALLS = 2000

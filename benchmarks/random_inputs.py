@@ -9,11 +9,11 @@ import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-import hlogen as hg  # noqa: E402
-from hlogen import ops  # noqa: E402
-from _timing import interleaved_medians, machine  # noqa: E402
+import hlogen as hg
+from hlogen import ops
+from _timing import interleaved_medians, machine
 
 SHAPE = (4096, 4096)
 

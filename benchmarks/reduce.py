@@ -24,9 +24,9 @@ import time
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from _timing import machine  # noqa: E402
-from hlogen.differential import op_count, shrink  # noqa: E402
-from tests.helpers import residual_stack, results_differ  # noqa: E402
+from _timing import machine
+from hlogen.differential import op_count, shrink
+from tests.helpers import residual_stack, results_differ
 
 LAYERS = 66
 

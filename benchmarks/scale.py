@@ -29,16 +29,16 @@ import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
-from jaxlib.mlir import ir  # noqa: E402
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxlib.mlir import ir
 
-import hlogen as hg  # noqa: E402
-from hlogen import backends, mlir, preflight, rewrites  # noqa: E402
-from hlogen.computation import Computation  # noqa: E402
-from hlogen.runtime import _jaxlib, execution, pjrt  # noqa: E402
-from _timing import machine  # noqa: E402
+import hlogen as hg
+from hlogen import backends, mlir, preflight, rewrites
+from hlogen.computation import Computation
+from hlogen.runtime import _jaxlib, execution, pjrt
+from _timing import machine
 
 # ops of the chain -> about 1k, 10k and 100k lines (StableHLO text: ~3 lines per op;
 # HLO text: ~2.5)

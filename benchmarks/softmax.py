@@ -11,13 +11,13 @@ import sys
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "samples"))
 
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
+import jax
+import jax.numpy as jnp
+import numpy as np
 
-import hlogen as hg  # noqa: E402
-from _timing import interleaved_medians, print_table  # noqa: E402
-from computations import _softmax  # noqa: E402
+import hlogen as hg
+from _timing import interleaved_medians, print_table
+from computations import _softmax
 
 SHAPE = (1024, 1024)
 

@@ -17,14 +17,14 @@ import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
 
-import numpy as np  # noqa: E402
-from jax._src.lib import _jax  # noqa: E402 - the baseline: jaxlib's own converter
+import numpy as np
+from jax._src.lib import _jax  # the baseline: jaxlib's own converter
 
-import hlogen as hg  # noqa: E402
-import hlogen.xla_client as xc  # noqa: E402
-from hlogen import ops  # noqa: E402
-from hlogen.xla_client import ops as xops  # noqa: E402
-from _timing import interleaved_medians, machine  # noqa: E402
+import hlogen as hg
+import hlogen.xla_client as xc
+from hlogen import ops
+from hlogen.xla_client import ops as xops
+from _timing import interleaved_medians, machine
 
 N_CHAIN, N_STEPS = 2000, 200
 SHAPE = (16, 16)

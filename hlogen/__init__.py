@@ -19,20 +19,20 @@ import os
 # XLA's INFO log lines are noise for users; read when jaxlib first loads.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 
-from hlogen import distributed, graph, ops, passes  # noqa: E402  (graph: a Computation's notebook view)
-from hlogen.builder import Builder, Op  # noqa: E402
-from hlogen.computation import Computation  # noqa: E402
-from hlogen.errors import ExecutionError, HlogenError, InputError, ShapeError, UnsupportedError  # noqa: E402
-from hlogen.runtime.custom_calls import register_custom_call  # noqa: E402
-from hlogen.function import Function, function  # noqa: E402
-from hlogen.loading import load  # noqa: E402
-from hlogen.ops.convolution import ConvDimensionNumbers  # noqa: E402
-from hlogen.ops.elementwise import ResultAccuracy  # noqa: E402
-from hlogen.ops.linalg import DotDimensionNumbers  # noqa: E402
-from hlogen.runtime import compile, interpret, load_plugin  # noqa: E402
-from hlogen.types import (ELEMENT_TYPES, ElementType, Shape, TokenShape,  # noqa: E402
+from hlogen import distributed, graph, ops, passes  # (graph: a Computation's notebook view)
+from hlogen.builder import Builder, Op
+from hlogen.computation import Computation
+from hlogen.errors import ExecutionError, HlogenError, InputError, ShapeError, UnsupportedError
+from hlogen.runtime.custom_calls import register_custom_call
+from hlogen.function import Function, function
+from hlogen.loading import load
+from hlogen.ops.convolution import ConvDimensionNumbers
+from hlogen.ops.elementwise import ResultAccuracy
+from hlogen.ops.linalg import DotDimensionNumbers
+from hlogen.runtime import compile, interpret, load_plugin
+from hlogen.types import (ELEMENT_TYPES, ElementType, Shape, TokenShape,
                           TupleShape, element_type, token, tuple_shape)
-from hlogen.types import (bf16, c64, c128, f4e2m1fn, f6e2m3fn, f6e3m2fn,  # noqa: E402
+from hlogen.types import (bf16, c64, c128, f4e2m1fn, f6e2m3fn, f6e3m2fn,
                           f8e3m4, f8e4m3, f8e4m3b11fnuz, f8e4m3fn, f8e4m3fnuz, f8e5m2,
                           f8e5m2fnuz, f8e8m0fnu, f16, f32, f64, pred, s2, s4, s8, s16, s32,
                           s64, u2, u4, u8, u16, u32, u64)

@@ -226,7 +226,8 @@ class RegionBuilder(Builder):
     or `build` of its own, and closes once the computation is traced.
     """
 
-    def __init__(self, parent: Builder, description: str, block: ir.Block):  # noqa: super not called
+    # (not Builder.__init__, which starts a module: a region's ops go into its parent's)
+    def __init__(self, parent: Builder, description: str, block: ir.Block):
         self.name = parent.name
         self.parent = parent
         self.description = description
@@ -257,7 +258,7 @@ class InsertingBuilder(RegionBuilder):
     """Emits before `operation` of an existing module, at its location: for rewrites that
     express an op with others (hlogen.rewrites)."""
 
-    def __init__(self, module: ir.Module, operation: ir.Operation, description: str):  # noqa
+    def __init__(self, module: ir.Module, operation: ir.Operation, description: str):
         self.name, self.parent, self.description, self.module = "rewrite", None, description, module
         self._block = operation.block
         self._ip = ir.InsertionPoint(operation)

@@ -24,6 +24,13 @@ from hlogen import exports, hlo, mlir, native, preflight
 from hlogen.computation import Computation, given_names, is_public, main_of, set_names
 from hlogen.errors import ExecutionError, InputError
 
+# The forms read_module recognizes, in words: the command line's help texts say them
+# (hlogen_cli/options.py's MODULE_FORMATS, the copy its parent reads without importing
+# hlogen: tests/test_recipes.py checks that it says these)
+FORMATS = ("StableHLO text, bytecode or a portable artifact",
+           "XLA's HLO text or protos as XLA dumps them",
+           "a serialized jax Exported")
+
 
 def load(source, *, isolated: bool = False) -> Computation:
     """A Computation from a file path, or the text or bytes of a module in any form the

@@ -105,7 +105,7 @@ XLA_SEMANTICS: list[Rewrite] = []
 def _array_shape(value) -> T.Shape | None:
     try:
         shape = mlir.shape_of_type(value.type)
-    except Exception:  # noqa: BLE001 - a type hlogen has no shape for: not rewritten
+    except Exception:  # a type hlogen has no shape for: not rewritten
         return None
     return shape if isinstance(shape, T.Shape) else None
 
@@ -292,7 +292,7 @@ def _splat(value):
         return None
     try:
         return np.array(attr).reshape(-1)[0].item()
-    except Exception:  # noqa: BLE001 - a type numpy cannot read: not one of ours
+    except Exception:  # a type numpy cannot read: not one of ours
         return None
 
 

@@ -230,7 +230,7 @@ def shape_text(array) -> str:
     array = np.asarray(array)
     try:
         return str(Shape(element_type(array.dtype), array.shape))
-    except Exception:  # noqa: BLE001 - a dtype hlogen has no element type for
+    except Exception:  # a dtype hlogen has no element type for
         return f"{array.dtype}{list(array.shape)}"
 
 

@@ -74,7 +74,7 @@ _STANDARD_PATH = re.compile(r"/dev/std(in|out|err)\b")
 _STANDARD_STREAMS = {"in": 0, "out": 1, "err": 2}
 
 
-def in_child(work: str, arguments: dict, file: str, timeout: float | None = None,
+def in_child(work, arguments: dict, file: str, timeout: float | None = None,
              distributed: bool = False, last_words: bool = False) -> None:
     """Does `work` in a child (run_in_child) and exits with its status when it failed."""
     code = run_in_child(work, arguments, file, timeout, distributed, reporting.DEBUG["on"],
@@ -83,22 +83,33 @@ def in_child(work: str, arguments: dict, file: str, timeout: float | None = None
         sys.exit(code)
 
 
-def run_in_child(work: str, arguments: dict, file: str, timeout: float | None = None,
+def run_in_child(work, arguments: dict, file: str, timeout: float | None = None,
                  distributed: bool = False, debug: bool = False,
                  last_words: bool = False) -> int:
-    """Runs `work` ("module:function" of hlogen_cli, called with `arguments`, under
-    reports_errors) in a child and returns its exit status; its death, or its still
-    working after `timeout` seconds, is an ExecutionError about `file`. With
-    `last_words`, a signal that stops this process is passed on to the child, whose work
-    sees it as reporting.Stopped (raised where it is), and what it says then is passed
-    on for at most _LAST_WORDS_SECONDS before it is killed."""
-    with _Watch(work, arguments, debug, distributed, last_words) as watch:
+    """Runs `work` (a function of a module of hlogen_cli.commands, beside the command it
+    does the work of; called with `arguments`, under reports_errors) in a child and returns
+    its exit status; its death, or its still working after `timeout` seconds, is an
+    ExecutionError about `file`. With `last_words`, a signal that stops this process is
+    passed on to the child, whose work sees it as reporting.Stopped (raised where it is),
+    and what it says then is passed on for at most _LAST_WORDS_SECONDS before it is
+    killed."""
+    with _Watch(address(work), arguments, debug, distributed, last_words) as watch:
         try:
             return watch.wait(file, timeout, distributed)
         except reporting.Stopped as stopped:
             if last_words:
                 watch.last_words(stopped.signum)
             raise
+
+
+def address(work) -> str:
+    """Where the child finds `work`: "module:function". The one way to name a child's work
+    is the function itself, defined at the top of its command's module (the child imports
+    that module: whatever it imports at the top, the parent has imported already)."""
+    if not work.__module__.startswith("hlogen_cli.commands.") or "." in work.__qualname__:
+        raise ValueError(f"{work.__module__}.{work.__qualname__}: a child's work is a "
+                         f"function at the top of a module of hlogen_cli.commands")
+    return f"{work.__module__}:{work.__qualname__}"
 
 
 class _Watch:
@@ -349,8 +360,7 @@ def child(argument: str) -> None:
     sys.stdout, sys.stderr = _stream(_STDOUT), _stream(_STDERR)
     reporting.DEBUG["on"] = config["debug"]
     module, _, function = config["work"].partition(":")
-    work = reporting.reports_errors(
-        getattr(importlib.import_module(f"hlogen_cli.{module}"), function))
+    work = reporting.reports_errors(getattr(importlib.import_module(module), function))
     try:
         if config["last_words"]:  # the parent passes on a signal: Stopped, where the work is
             with reporting.stopped_by_signals():

@@ -11,6 +11,19 @@ import click
 
 from hlogen_cli import completion
 
+# The forms of a module IN may take: hlogen.loading.FORMATS in words, here where the parent
+# imports no hlogen (tests/test_recipes.py checks the copy); the help texts that list them
+# (run, compile, opt) read them here: `{formats}` in a command's docstring.
+MODULE_FORMATS = ("StableHLO text, bytecode or a portable artifact, XLA's HLO text or protos "
+                  "as XLA dumps them, or a serialized jax Exported")
+
+
+def formats_in_help(command):
+    """The command function with MODULE_FORMATS where its docstring says `{formats}` (below
+    @click.command, which reads the docstring)."""
+    command.__doc__ = command.__doc__.replace("{formats}", MODULE_FORMATS)
+    return command
+
 
 class BackendName(click.ParamType):
     """A backend's name, as hlogen.backends declares them (PJRT plugins included). Checked

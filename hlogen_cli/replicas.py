@@ -53,7 +53,8 @@ def _per_replica(value, shape, name: str, n: int, option: str) -> list:
     if n > 1 and isinstance(shape, T.Shape) and isinstance(value, np.ndarray) and \
             value.ndim == len(shape.dimensions) + 1 and value.shape[1:] == tuple(shape.dimensions):
         if value.shape[0] != n:
-            raise InputError(f"{option} for {name!r}: {shape_text(value)} has a leading (replica) dimension of {value.shape[0]}; "
+            raise InputError(f"{option} for {name!r}: {shape_text(value)} has a leading "
+                             f"(replica) dimension of {value.shape[0]}; "
                              f"--replicas {n} needs {n}: one slice per replica")
         return list(value)
     return [value] * n

@@ -15,7 +15,7 @@ from hlogen.files import Output
 from hlogen.runtime import xla_options as options_of
 from hlogen_cli import inputs as input_values, sources
 from hlogen_cli.options import InputChoice
-from hlogen_cli.work import checked_xla_flags, declaration
+from hlogen_cli.compiling import checked_xla_flags, declaration
 
 
 @dataclasses.dataclass

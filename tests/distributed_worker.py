@@ -38,7 +38,7 @@ def replica_input(r: int) -> np.ndarray:
 def collectives_computation():
     b = hg.Builder("across_processes")
     x = b.parameter(hg.f32[SHAPE], "x")
-    add = lambda a, c: ops.add(a, c)  # noqa: E731
+    add = lambda a, c: ops.add(a, c)
     return b.build(
         ops.all_reduce(x, add),                                   # every replica
         ops.all_gather(x, 0, REPLICAS),                           # f32[8, 3]

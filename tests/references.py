@@ -163,7 +163,7 @@ def total_order_key(x: float):
 
 def total_order(cmp):
     def ref(a, b, et):
-        keys = lambda arr: [total_order_key(float(v)) for v in wide(arr).reshape(-1)]  # noqa: E731
+        keys = lambda arr: [total_order_key(float(v)) for v in wide(arr).reshape(-1)]
         return np.array([cmp(x, y) for x, y in zip(keys(a), keys(b))]).reshape(np.shape(a))
     return ref
 

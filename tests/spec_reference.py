@@ -155,7 +155,7 @@ def rev(x, dimensions):
     return out
 
 
-def slice(x, start_indices, limit_indices, strides=None):  # noqa: A001 - the op's name
+def slice(x, start_indices, limit_indices, strides=None):  # the op's name
     """Slice (XLA "Slice"; StableHLO `slice`): operand_index = start_indices + result_index *
     strides, shape(result) = ceil((limit_indices - start_indices) / strides). Strides default
     to 1."""

@@ -262,7 +262,7 @@ def select_and_scatter(operand, select: Callable, window_dimensions, window_stri
 
 # -- Map -----------------------------------------------------------------------------------
 
-def map(operands: Sequence, computation: Callable, dtype=None):  # noqa: A001 - the op's name
+def map(operands: Sequence, computation: Callable, dtype=None):  # the op's name
     """Map (XLA "Map"; StableHLO `map`): result[index] = computation(inputs...[index]) for
     every index of the (common) operand shape, computation called with N numpy scalars.
 

@@ -423,7 +423,7 @@ if __name__ == "__main__":
         op, si = c["operand"], c["start_indices"]
         od, cd, obd = c["offset_dims"], c["collapsed_slice_dims"], c["operand_batching_dims"]
         sibd, sim, ivd, ss = c["start_indices_batching_dims"], c["start_index_map"], c["index_vector_dim"], c["slice_sizes"]
-        uniq = lambda xs: len(set(xs)) == len(xs)  # noqa: E731
+        uniq = lambda xs: len(set(xs)) == len(xs)
         assert op.ndim == len(od) + len(cd) + len(obd)                                  # C1
         assert 0 <= ivd <= si.ndim                                                      # C2
         assert len(sim) == (si.shape[ivd] if ivd < si.ndim else 1)                      # C3
@@ -446,7 +446,7 @@ if __name__ == "__main__":
         ins, si, ups = c["operands"], c["scatter_indices"], c["updates"]
         uwd, iwd, ibd = c["update_window_dims"], c["inserted_window_dims"], c["input_batching_dims"]
         sibd, sdod, ivd = c["scatter_indices_batching_dims"], c["scatter_dims_to_operand_dims"], c["index_vector_dim"]
-        uniq = lambda xs: len(set(xs)) == len(xs)  # noqa: E731
+        uniq = lambda xs: len(set(xs)) == len(xs)
         rank = ins[0].ndim
         assert len({a.shape for a in ins}) == 1                                         # C1
         assert rank == len(uwd) + len(iwd) + len(ibd)                                   # C2

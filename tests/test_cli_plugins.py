@@ -11,7 +11,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from tests.test_plugin_crashes import SOURCES, WRAPPER, _gcc, built, wrappers  # noqa: F401
+from tests.test_plugin_crashes import SOURCES, WRAPPER, _gcc, built, wrappers  # noqa: F401 - pytest's fixtures, by name
 
 HLOGEN = pathlib.Path(os.environ.get("VIRTUAL_ENV", "")) / "bin" / "hlogen"
 SAMPLES = pathlib.Path(__file__).resolve().parent.parent / "samples"
@@ -65,7 +65,7 @@ def test_a_compiled_file_runs_on_its_plugin_only(division):
     assert other.returncode == 2 and "compiled for backend 'xla_cpu_pjrt'" in other.stderr
 
 
-def test_a_plugin_given_by_path_that_aborts_is_named_with_its_signal(division, built):  # noqa: F811
+def test_a_plugin_given_by_path_that_aborts_is_named_with_its_signal(division, built):  # noqa: F811 - the fixture imported above
     listing = hlogen(division, "devices", "--plugin", f"{built['aborts']}:dies")
     assert listing.returncode == 0, listing.stderr
     assert "dies: not available: PJRT plugin dies" in listing.stdout
@@ -76,7 +76,7 @@ def test_a_plugin_given_by_path_that_aborts_is_named_with_its_signal(division, b
     assert "backend 'dies' cannot be used" in run.stderr and "SIGABRT" in run.stderr
 
 
-def test_a_plugin_that_segfaults_running_fails_the_run_not_hlogen(division, wrappers):  # noqa: F811
+def test_a_plugin_that_segfaults_running_fails_the_run_not_hlogen(division, wrappers):  # noqa: F811 - the fixture imported above
     run = hlogen(division, "run", "division.mlir", "--plugin",
                  f"{wrappers['execute_segfaults']}:segfaults", "--backend", "segfaults", *INPUTS)
     assert run.returncode in (1, 2) and "Traceback" not in run.stderr, run.stderr
@@ -111,7 +111,7 @@ def _listed(stdout: str, name: str) -> str:
 INSTALLED = "not the installed "
 
 
-def test_a_plugin_named_as_an_installed_one_replaces_it_and_says_so(division, wrappers):  # noqa: F811
+def test_a_plugin_named_as_an_installed_one_replaces_it_and_says_so(division, wrappers):  # noqa: F811 - the fixture imported above
     own = wrappers["own_build"]  # its file is xla_cpu_pjrt.so: the installed plugin's name
     listing = hlogen(division, "devices", "--plugin", own)
     assert listing.returncode == 0, listing.stderr
@@ -131,7 +131,7 @@ def test_a_plugin_named_as_an_installed_one_replaces_it_and_says_so(division, wr
     assert run.stderr.count("xla_cpu_pjrt: using ") == 1, run.stderr
 
 
-def test_plugin_over_the_environment_and_two_libraries_under_one_name(division, wrappers):  # noqa: F811
+def test_plugin_over_the_environment_and_two_libraries_under_one_name(division, wrappers):  # noqa: F811 - the fixture imported above
     own, other = wrappers["own_build"], wrappers["execute_segfaults"]
     listing = hlogen(division, "devices", "--plugin", f"{own}:mine", plugins=f"{other}:mine")
     assert _listed(listing.stdout, "mine").endswith(

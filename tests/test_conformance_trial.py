@@ -327,7 +327,7 @@ module @jit_main {{
 
 def _passes(u, lengths):
     """(c_xla, c_ref) of hlogen.conformance.bounds' docstring, written out again."""
-    gamma = lambda m: m * u / (1 - m * u)  # noqa: E731
+    gamma = lambda m: m * u / (1 - m * u)
     eta = u + gamma(4) * (math.sqrt(2) + u)
     xla = ref = 1.0
     for n in lengths:

@@ -24,7 +24,7 @@ def test_compare_finds_each_rewrite_and_disabling_algsimp_removes_it(name):
     assert hidden.ok and first.differing >= 1
     (where,) = [d for d in first.first if d.index == (1,)]
     assert where.inputs == {"arg0": np.float32(x[1])}  # (jax names no parameters)
-    relu = lambda v: max(v + float(np.tanh(W @ inputs[0]).sum()), 0) * 0.5  # noqa: E731
+    relu = lambda v: max(v + float(np.tanh(W @ inputs[0]).sum()), 0) * 0.5
     assert where.actual == pytest.approx(relu(on_cpu), rel=1e-6)
     assert where.expected == pytest.approx(relu(on_interpreter), rel=1e-6)
     assert compare(comp, inputs, test_options={"xla_disable_hlo_passes": "algsimp"}).ok

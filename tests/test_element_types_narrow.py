@@ -7,7 +7,6 @@ to the type: exact for +, -, *, / of these types). What a backend cannot run is
 refused before native code, as each backend's declaration says (hlogen.backends)."""
 from __future__ import annotations
 
-import re
 
 import ml_dtypes
 import numpy as np

@@ -347,6 +347,6 @@ def test_op_has_no_truth_value_and_no_items():
         if x < 1.0:
             pass
     with pytest.raises(hg.HlogenError, match=r"Op\(f32\[2\]\) cannot be indexed: use ops.get_tuple_element"):
-        x[0]  # noqa: B018
+        x[0]
     with pytest.raises(hg.HlogenError, match="cannot be indexed"):
         a, b = x

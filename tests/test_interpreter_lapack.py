@@ -22,8 +22,8 @@ from tests import spec_reference_linalg as ref
 from tests.helpers import BACKENDS, run
 
 jax = pytest.importorskip("jax")
-import jax.numpy as jnp  # noqa: E402
-from jax import export  # noqa: E402
+import jax.numpy as jnp  # noqa: E402 - after importorskip: skipped without jax
+from jax import export  # noqa: E402 - after importorskip: skipped without jax
 
 SETTINGS = settings(max_examples=int(os.environ.get("HLOGEN_EXAMPLES", 8)), deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

@@ -25,7 +25,7 @@ def test_xla_in_python_notebook():
     c = xla_client.XlaBuilder("simple_scalar")
     param_shape = xla_client.Shape.array_shape(np.dtype(np.float32), ())
     x = xla_client.ops.Parameter(c, 0, param_shape)
-    y = xla_client.ops.Sin(x)
+    xla_client.ops.Sin(x)  # the root: the last op built
     computation = c.Build()
     cpu_backend = xla_client.get_local_backend("cpu")
     compiled_computation = cpu_backend.compile(computation)
@@ -39,16 +39,16 @@ def test_xla_in_python_notebook():
     c = xla_client.XlaBuilder("cond")
     const1 = xla_client.ops.Constant(c, np.int32(10))
     x = xla_client.ops.Parameter(c, 0, in_shape)
-    y = xla_client.ops.Lt(x, const1)
+    xla_client.ops.Lt(x, const1)  # the root: the last op built
     cond_computation = c.Build()
     c = xla_client.XlaBuilder("body")
     const1 = xla_client.ops.Constant(c, np.int32(1))
     x = xla_client.ops.Parameter(c, 0, in_shape)
-    y = xla_client.ops.Add(x, const1)
+    xla_client.ops.Add(x, const1)  # the root: the last op built
     body_computation = c.Build()
     c = xla_client.XlaBuilder("while")
     x = xla_client.ops.Parameter(c, 0, in_shape)
-    while_loop = xla_client.ops.While(cond_computation, body_computation, x)
+    xla_client.ops.While(cond_computation, body_computation, x)
     while_computation = c.Build()
     compiled = cpu_backend.compile(while_computation)
     out = compiled.execute([cpu_backend.buffer_from_pyval(np.array(1, np.int32))])

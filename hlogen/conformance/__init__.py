@@ -6,4 +6,4 @@
 - worker, pool: worker processes that may die; check: a whole run;
 - known (+ known_deviations.json): known deviations as data; report: summary, JUnit, JSON;
 """
-from hlogen.conformance.check import run  # noqa: F401
+from hlogen.conformance.check import run

@@ -172,7 +172,7 @@ def _ops_from_text(record: dict) -> None:
     for name in element_types_in(text):
         try:
             types.append(T.element_type_of_mlir(name).name)
-        except Exception:  # noqa: BLE001 - a type outside hlogen's table: its MLIR name
+        except Exception:  # a type outside hlogen's table: its MLIR name
             types.append(name)
     record["ops"], record["types"] = ops, types
     record["op"] = ops[0] if ops else "(none)"

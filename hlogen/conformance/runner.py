@@ -107,7 +107,7 @@ def run_batch(items: list, explain: bool = False) -> list:
             start = time.perf_counter()
             try:
                 outputs = _run_joined([c for _, c in group], backend)
-            except Exception:  # noqa: BLE001 - any failure: one by one, each with its own error
+            except Exception:  # any failure: one by one, each with its own error
                 outputs = None
             share = (time.perf_counter() - start) / len(group)
         for k, (record, case) in enumerate(group):

@@ -18,7 +18,8 @@ a seed: hlogen.differential.inputs), each parameter of the original keeping its 
 (a removed op's result) getting random values as `random_inputs` makes them on the
 candidate (its constraints), from a generator of its own seeded by the seed and where the
 parameter came from (whatever the other parameters are); so the same module gets the same
-inputs, and the reduced module is written with the inputs it is interesting with. Parameters are followed by an attribute
+inputs, and the reduced module is written with the inputs it is interesting with.
+Parameters are followed by an attribute
 (`ORIGIN`) the reducer keeps; the reduced module has it replaced by names.
 """
 from __future__ import annotations

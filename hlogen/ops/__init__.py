@@ -10,7 +10,7 @@ from hlogen.ops.control import (after_all, call, composite_call, conditional, cr
 from hlogen.ops.custom_call import custom_call
 from hlogen.ops.convolution import conv, conv_general_dilated, conv_with_general_padding
 from hlogen.ops.conversion import bitcast_convert_type, convert_element_type, reduce_precision
-from hlogen.ops.elementwise import *  # noqa: F401,F403 - generated from the op tables
+from hlogen.ops.elementwise import *  # generated from the op tables
 from hlogen.ops.elementwise import __all__ as _elementwise
 from hlogen.ops.fft import fft
 from hlogen.ops.indexing import dynamic_slice, dynamic_update_slice, gather, scatter
@@ -40,8 +40,8 @@ __all__ = sorted(_elementwise + [
 # Op's Python operators (XlaOp's C++ ones) are these ops: installed from here, since the
 # builder sits below the ops.
 install_operators(
-    binary={"add": add, "sub": sub, "mul": mul, "truediv": div, "mod": rem, "pow": pow,  # noqa: F405
-            "and": and_, "or": or_, "xor": xor, "lshift": shift_left,  # noqa: F405
-            "rshift": shift_right_arithmetic},  # noqa: F405
-    comparisons={"lt": lt, "le": le, "gt": gt, "ge": ge},  # noqa: F405
-    unary={"neg": neg, "invert": not_})  # noqa: F405
+    binary={"add": add, "sub": sub, "mul": mul, "truediv": div, "mod": rem, "pow": pow,
+            "and": and_, "or": or_, "xor": xor, "lshift": shift_left,
+            "rshift": shift_right_arithmetic},
+    comparisons={"lt": lt, "le": le, "gt": gt, "ge": ge},
+    unary={"neg": neg, "invert": not_})

@@ -2,9 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
-from jaxlib.mlir import ir
 
-from hlogen import mlir
 from hlogen import types as T
 from hlogen.builder import Op, same_builder
 from hlogen.errors import ShapeError

@@ -113,7 +113,7 @@ def select_and_scatter(operand, select, window_dimensions, window_strides, paddi
     return result
 
 
-def map(operands, computation, dimensions=None):  # noqa: A001 - the spec's name
+def map(operands, computation, dimensions=None):  # the spec's name
     """Map(operands, computation): `computation` of N scalars applied at every index of
     the N operands (of equal dimensions); its scalar result type is the result's element
     type. `dimensions`, if given, must be every dimension in order (as XLA requires)."""

@@ -308,7 +308,7 @@ def select(pred, on_true, on_false):
     return pred.builder.add_op("stablehlo.select", on_true.shape, [pred, on_true, on_false])
 
 
-def clamp(min, operand, max):  # noqa: A002 - the spec's argument names
+def clamp(min, operand, max):  # the spec's argument names
     """Clamp(min, operand, max) = min(max(operand, min), max), element-wise.
 
     min and max have the operand's shape, or are scalars (Ops or Python numbers)

@@ -117,7 +117,7 @@ def slice_shape(shape: T.Shape, start: tuple, limit: tuple, stride: tuple) -> T.
                    tuple(-(-(e - s) // k) for s, e, k in zip(start, limit, stride)))
 
 
-def slice(operand, start_indices, limit_indices, strides=None):  # noqa: A001 - the spec's name
+def slice(operand, start_indices, limit_indices, strides=None):  # the spec's name
     """Slice(operand, start_indices, limit_indices, strides): the sub-array start <= i < limit
     (limit exclusive) taking every stride-th element; strides=None means 1."""
     shape = array_operand("slice", "operand", operand)

@@ -53,7 +53,7 @@ def sort(operands, comparator=None, dimension=-1, is_stable=False):
         raise ShapeError(f"sort: operands must have rank >= 1, got {shape}")
     dimension = _normalized_dimension("sort", dimension, shape)
     if comparator is None:
-        comparator = lambda p, q, *_: _ascending(p, q)  # noqa: E731
+        comparator = lambda p, q, *_: _ascending(p, q)
     scalars = [T.Shape(o.dtype, ()) for o in operands for _ in (0, 1)]
     region = trace(builder, "sort", "comparator", comparator, scalars, [T.Shape(T.pred, ())])
     results = builder.add_op_with_regions(

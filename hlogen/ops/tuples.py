@@ -9,7 +9,7 @@ from hlogen.errors import ShapeError
 from hlogen.mlir import int_attr
 
 
-def tuple(elements, builder=None):  # noqa: A001 - the spec's name
+def tuple(elements, builder=None):  # the spec's name
     """Tuple(elements): one value holding `elements` (Ops); `builder` only for the empty tuple."""
     if isinstance(elements, Op):
         elements = (elements,)

@@ -10,7 +10,7 @@ from hlogen.computation import Computation
 from hlogen.errors import HlogenError, UnsupportedError
 from hlogen.ops.collectives import MAX_REPLICAS
 from hlogen.runtime import plugins
-from hlogen.runtime import readers  # noqa: F401 - fills hlogen.native (HLO, jax exports)
+from hlogen.runtime import readers  # fills hlogen.native (HLO, jax exports)
 from hlogen.runtime import xla_options as _xla_options
 
 # a backend name not declared makes hlogen.backends look for PJRT plugins (once)

@@ -30,7 +30,7 @@ import ctypes
 import os
 import threading
 
-import jax  # noqa: F401 - initializes jax's config and backends
+import jax  # initializes jax's config and backends
 import jaxlib
 import jaxlib._hlo as _hlo
 import jaxlib._jax as _jax

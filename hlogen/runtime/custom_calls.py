@@ -133,7 +133,7 @@ def _registry_address(platform: str, name: str, typed: bool):
     from hlogen.runtime import _jaxlib  # here, not at the top: it starts jax (start-up time)
     try:
         entry = _jaxlib.xla_client.custom_call_targets(_PLATFORMS[platform]).get(name)
-    except Exception:  # noqa: BLE001 - a jaxlib without the listing
+    except Exception:  # a jaxlib without the listing
         return None
     if entry is None or isinstance(entry, dict) != typed:
         return None

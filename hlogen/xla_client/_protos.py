@@ -36,7 +36,7 @@ class Precision(enum.IntEnum):
     HIGHEST = 2
 
 
-class TriangularSolveOptions_Transpose(enum.IntEnum):  # noqa: N801 - the binding's name
+class TriangularSolveOptions_Transpose(enum.IntEnum):  # the binding's name
     TRANSPOSE_INVALID = 0
     NO_TRANSPOSE = 1
     TRANSPOSE = 2
@@ -62,13 +62,13 @@ class CustomCallApiVersion(enum.IntEnum):
     API_VERSION_TYPED_FFI = 4
 
 
-class ResultAccuracy_Mode(enum.IntEnum):  # noqa: N801 - the binding's name
+class ResultAccuracy_Mode(enum.IntEnum):  # the binding's name
     DEFAULT = 0
     HIGHEST = 1
     TOLERANCE = 2
 
 
-class ChannelHandle_ChannelType(enum.IntEnum):  # noqa: N801 - the binding's name
+class ChannelHandle_ChannelType(enum.IntEnum):  # the binding's name
     CHANNEL_TYPE_INVALID = 0
     DEVICE_TO_DEVICE = 1
     DEVICE_TO_HOST = 2
@@ -178,7 +178,7 @@ class OpMetadata(_Proto):
                          source_line=source_line)
 
 
-def CurrentSourceInfoMetadata(op_type=None, op_name=None, skip_frames=1):  # noqa: N802
+def CurrentSourceInfoMetadata(op_type=None, op_name=None, skip_frames=1):
     """OpMetadata naming the caller's file and line (`skip_frames` up the stack)."""
     full_filename, lineno = inspect.stack()[skip_frames][1:3]
     return OpMetadata(op_type=op_type or "", op_name=op_name or "",
@@ -219,10 +219,10 @@ class OpSharding(_Proto):
             setattr(sharding, name, list(value) if isinstance(value, (list, tuple)) else value)
         return sharding
 
-    def SerializeToString(self) -> bytes:  # noqa: N802 - the protobuf's name
+    def SerializeToString(self) -> bytes:  # the protobuf's name
         return self.to_proto().SerializeToString()
 
-    def ParseFromString(self, data: bytes) -> None:  # noqa: N802 - the protobuf's name
+    def ParseFromString(self, data: bytes) -> None:  # the protobuf's name
         proto = _xc.OpSharding()
         proto.ParseFromString(data)
         parsed = OpSharding.from_proto(proto)
@@ -256,7 +256,7 @@ def sharding_text(value) -> str:
                          f"{len(sharding.tile_assignment_devices)} devices")
     try:
         return str(_xc.HloSharding.from_proto(sharding.to_proto()))
-    except Exception as e:  # noqa: BLE001 - jaxlib raises its own errors for bad protos
+    except Exception as e:  # jaxlib raises its own errors for bad protos
         raise ShapeError(f"sharding {value!r} is not a valid XLA sharding: {e}") from None
 
 

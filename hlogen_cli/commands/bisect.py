@@ -37,7 +37,7 @@ def command(file, function_name, sides, inputs, tolerance, json_path, timeout):
     Inputs and rule as `hlogen compare` takes them."""
     inputs = inputs.random_by_default()
     refuse(inputs.refusals() + tolerance.refusals())
-    isolation.in_child("commands.bisect:bisect_passes",
+    isolation.in_child(bisect_passes,
                        {"file": file, "function_name": function_name, "sides": sides,
                         "inputs": dataclasses.asdict(inputs), "tolerance": tolerance.keywords(),
                         "json_path": json_path, "seconds": timeout}, file, last_words=True)

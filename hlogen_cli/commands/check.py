@@ -16,7 +16,7 @@ from hlogen_cli import status
 from hlogen_cli.options import backend_option, xla_flag_option
 from hlogen_cli.progress import Line
 from hlogen_cli.reporting import reports_errors
-from hlogen_cli.work import checked_xla_flags, declaration
+from hlogen_cli.compiling import checked_xla_flags, declaration
 
 ALL = "all"
 
@@ -37,7 +37,8 @@ ALL = "all"
 @click.option("--junit", "junit_path", metavar="OUT.xml", help="Write a JUnit XML report.")
 @click.option("--json", "json_path", metavar="OUT.jsonl", help="Write one JSON record per module run.")
 @click.option("--known", "known_paths", multiple=True, metavar="FILE",
-              help="A known-deviation list to add to the built-in one (JSON; see docs/conformance.md, Known deviations).")
+              help="A known-deviation list to add to the built-in one (JSON; see "
+                   "docs/conformance.md, Known deviations).")
 @click.option("--no-default-known", is_flag=True, help="Leave out the built-in known-deviation list.")
 @click.option("--explain", is_flag=True,
               help="For each module that fails on PJRT, name the first op whose PJRT and "

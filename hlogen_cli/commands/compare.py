@@ -57,7 +57,7 @@ def command(file, function_name, sides, inputs, tolerance, iterations, shown, js
         (iterations > 1 and bool(inputs.specs or inputs.zero),
          f"--iterations {iterations} draws new random inputs each time: not with --input or "
          f"--zero-inputs")])
-    isolation.in_child("commands.compare:compare_sides",
+    isolation.in_child(compare_sides,
                        {"file": file, "function_name": function_name, "sides": sides,
                         "inputs": dataclasses.asdict(inputs), "tolerance": tolerance.keywords(),
                         "iterations": iterations, "shown": shown, "json_path": json_path},

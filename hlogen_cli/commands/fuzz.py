@@ -67,7 +67,8 @@ def command(sides, seconds, programs, seed, large_range, output, corpus, ops, ma
     side's crash is reduced (as `hlogen reduce` does) and named by its signature, its
     cause once: the op where a divergence's sides first differ (or the side that flushes
     subnormals to zero), an error's side, class and message (numbers aside); a
-    difference the spec allows (a sum in another order, the bits of a NaN) is none. DIR keeps one reproducer per signature, the command that shows it,
+    difference the spec allows (a sum in another order, the bits of a NaN) is none.
+    DIR keeps one reproducer per signature, the command that shows it,
     summary.json and junit.xml. Exit status 1 when a signature not already in DIR's
     summary was found, 0 otherwise."""
     refuse(tolerance.refusals())

@@ -12,7 +12,7 @@ from hlogen import drawing
 from hlogen import graph as graphs
 from hlogen.files import Output
 from hlogen.runtime import xla_options
-from hlogen_cli import isolation, sources, work
+from hlogen_cli import compiling, isolation, sources
 from hlogen_cli.options import (backend_option, function_option, output_option, refuse,
                                 xla_flag_option)
 from hlogen_cli.reporting import reports_errors
@@ -46,7 +46,7 @@ def command(file, function_name, optimized, backend, xla_flags, output):
              f"--backend {backend} chooses where XLA compiles: it goes with --optimized (the "
              f"module as written is drawn without a backend)")])
     if optimized:
-        isolation.in_child("commands.graph:draw_optimized",
+        isolation.in_child(draw_optimized,
                            {"file": file, "function_name": function_name, "backend": backend,
                             "output": output, "xla_flags": xla_flags}, file)
         return
@@ -59,8 +59,8 @@ def draw_optimized(file: str, function_name: str | None, backend: str | None, ou
     """In the child: compile with XLA (with --xla-flag's options) and draw its optimized HLO."""
     # here, not at the top: start-up (jax starts for --optimized only)
     from hlogen.runtime import inspection, pjrt
-    options = work.checked_xla_flags(xla_flags)
-    declared = work.compiling(backend)
+    options = compiling.checked_xla_flags(xla_flags)
+    declared = compiling.compiling(backend)
     comp = sources.computation_from(file, function_name)
     isolation.status("compile", backend=backend)
     exe = pjrt.compile(comp, declared, xla_options=options)

@@ -10,7 +10,7 @@ from hlogen.errors import HlogenError
 from hlogen.files import Output
 from hlogen_cli import sources
 from hlogen_cli.commands.emit import serialized
-from hlogen_cli.options import force_option, format_options, output_option
+from hlogen_cli.options import force_option, format_options, formats_in_help, output_option
 from hlogen_cli.reporting import reports_errors
 
 
@@ -38,10 +38,10 @@ class _PipelinesHelp(click.Command):
 @click.option("--print-ir-after-all", is_flag=True,
               help="Print the module after each pass to standard error.")
 @reports_errors
+@formats_in_help
 def command(file, pipeline, mlir_pipeline, fmt, target_version, output, force, print_ir_after_all):
-    """Run a pass pipeline on IN (StableHLO text, bytecode or a portable artifact, XLA's
-    HLO text or protos, or a serialized jax Exported, recognized by content; - reads
-    standard input) and write the result: `hlogen opt dump.txt -o dump.mlir` converts HLO."""
+    """Run a pass pipeline on IN ({formats}, recognized by content; - reads standard
+    input) and write the result: `hlogen opt dump.txt -o dump.mlir` converts HLO."""
     if pipeline and mlir_pipeline:
         raise HlogenError("--pipeline and --mlir-pipeline: give one of them")
     if target_version and fmt != "portable":

@@ -1,6 +1,6 @@
 """`hlogen run`: compile and run a computation, in a child process (hlogen_cli.isolation:
-a native abort is an error, not a crash), whose work is hlogen_cli.work.run. This module
-imports no hlogen: the parent of the child starts at once."""
+a native abort is an error, not a crash), whose work is `run_module` (hlogen_cli.running).
+This module imports no hlogen at the top: the parent of the child starts at once."""
 from __future__ import annotations
 
 import dataclasses
@@ -8,8 +8,9 @@ import dataclasses
 import click
 
 from hlogen_cli import completion, isolation
-from hlogen_cli.options import (RunOptions, backend_option, function_option, input_options,
-                                no_cache_option, verbose_option, xla_flag_option)
+from hlogen_cli.options import (RunOptions, backend_option, formats_in_help, function_option,
+                                input_options, no_cache_option, verbose_option,
+                                xla_flag_option)
 from hlogen_cli.reporting import reports_errors
 
 VALUE_HELP = ("2x3xf32=1,2,3,4,5,6, \"2x3xf32=[1 2 3][4 5 6]\", 2x3xf32=0 (a splat), f32=3.5 "
@@ -84,17 +85,23 @@ VALUE_HELP = ("2x3xf32=1,2,3,4,5,6, \"2x3xf32=[1 2 3][4 5 6]\", 2x3xf32=0 (a spl
                    "XPlane) and print the top ops or fusions by time, with their share "
                    "(stderr).")
 @reports_errors
+@formats_in_help
 def command(file, function_name, **options):
     """Compile and run a computation and print its results.
 
-    IN: a module (.mlir text, bytecode or portable artifact, XLA's HLO text or protos as
-    XLA dumps them, or a serialized jax Exported, recognized by content; - reads standard
-    input), a compiled file (hlogen compile -o: run without compiling), or a .py file of
-    @hg.function definitions."""
+    IN: a module ({formats}, recognized by content; - reads standard input), a compiled
+    file (hlogen compile -o: run without compiling), or a .py file of @hg.function
+    definitions."""
     if options["replicas"] is None:
         options["replicas"] = options["num_processes"]
     run_options = RunOptions(**options)
     run_options.check()
-    isolation.in_child("work:run", {"file": file, "function_name": function_name,
+    isolation.in_child(run_module, {"file": file, "function_name": function_name,
                                     "options": dataclasses.asdict(run_options)},
                        file, run_options.timeout, run_options.is_distributed)
+
+
+def run_module(file: str, function_name: str | None, options: dict) -> None:
+    """In the child: hlogen_cli.running.run, the whole run."""
+    from hlogen_cli import running  # here, not at the top: start-up (it imports hlogen)
+    running.run(file, function_name, options)

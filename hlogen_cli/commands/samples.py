@@ -1,10 +1,12 @@
 """`hlogen samples`: the sample computations, listed, shown, run."""
 from __future__ import annotations
 
+import dataclasses
+
 import click
 
 from hlogen_cli import completion, isolation
-from hlogen_cli.options import backend_option
+from hlogen_cli.options import RunOptions, backend_option
 from hlogen_cli.reporting import reports_errors
 
 
@@ -53,4 +55,20 @@ def samples_show(name):
 @reports_errors
 def samples_run(name, backend):
     """Run sample NAME on default inputs (printed first)."""
-    isolation.in_child("work:run_sample", {"name": name, "backend": backend}, name)
+    isolation.in_child(run_sample, {"name": name, "backend": backend}, name)
+
+
+def run_sample(name: str, backend: str | None) -> None:
+    """In the child: sample NAME run as `hlogen run` runs it, on default inputs (printed
+    first)."""
+    from hlogen_cli import running, samples  # here, not at the top: start-up (hlogen)
+    path, function_name, _ = samples.find(name)
+
+    def default_inputs(comp):
+        arrays = samples.default_inputs(comp)
+        for n, a in zip(comp.parameter_names, arrays):
+            click.echo(f"input {n}: {samples.literal(a)}")
+        return arrays
+
+    running.run(str(path), function_name, dataclasses.asdict(RunOptions(backend=backend)),
+                default_inputs)
