@@ -181,9 +181,16 @@ def declare(backend: Backend) -> Backend:
     return BACKENDS.setdefault(backend.name, backend)
 
 
+def declared() -> list[Backend]:
+    """The backends declared in their own right, in the order declared: not one that
+    `with_options` declared for the runs of a side under other XLA options (a run of
+    every backend, devices and the lists of names leave those out)."""
+    return [b for b in BACKENDS.values() if b.name == b.plain_name]
+
+
 def names() -> list[str]:
-    """The declared backends' names, in the order declared."""
-    return list(BACKENDS)
+    """The names of the backends declared in their own right."""
+    return [b.name for b in declared()]
 
 
 def get(name) -> Backend:
@@ -196,7 +203,7 @@ def get(name) -> Backend:
     if found is None:
         if name in UNAVAILABLE:
             raise UnsupportedError(f"backend {name!r} cannot be used: {UNAVAILABLE[name]}")
-        raise InputError(f"backend must be one of {', '.join(BACKENDS)} (or None for jax's "
+        raise InputError(f"backend must be one of {', '.join(names())} (or None for jax's "
                          f"default device), got {name!r}")
     return found
 

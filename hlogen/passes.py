@@ -117,11 +117,12 @@ SHAPE_FROM_VALUES = frozenset("stablehlo." + n for n in (
     "dynamic_pad", "dynamic_reshape", "real_dynamic_slice"))
 
 
-def unbounded(module, cached: bool = False) -> str | None:
+def unbounded(module, cached: bool = False, source: str | None = None) -> str | None:
     """The first dimension of `module` that is dynamic with no bound (`tensor<?xf32>`),
-    named (op or parameter, dimension, type), or the first op whose result's shape is an
-    operand's value (SHAPE_FROM_VALUES); None when there is none. `cached`: a module that
-    has not changed since preflight's checks read it."""
+    named (op or parameter, dimension, type; an op at its line in `source`, the file the
+    text was read from), or the first op whose result's shape is an operand's value
+    (SHAPE_FROM_VALUES); None when there is none. `cached`: a module that has not changed
+    since preflight's checks read it."""
     if cached:  # most modules: decided from the types and op names preflight has seen
         found = preflight.inventory(module)
         if not (SHAPE_FROM_VALUES & found.by_name.keys()) and \
@@ -129,9 +130,7 @@ def unbounded(module, cached: bool = False) -> str | None:
             return None
     for op in mlir.walk(module):
         if op.name in SHAPE_FROM_VALUES:
-            where = mlir.file_location(op.location)
-            at = " at {}:{}:{}".format(*where) if where else ""
-            return f"the result of {op.name}{at} (its shape is a value)"
+            return f"the result of {op.name}{_at(op, source)} (its shape is a value)"
         for region in op.regions:
             for block in region.blocks:
                 for i, arg in enumerate(block.arguments):
@@ -143,10 +142,13 @@ def unbounded(module, cached: bool = False) -> str | None:
         for k, t in enumerate(op.results.types):
             found = _unbounded_dimension(t)
             if found is not None:
-                where = mlir.file_location(op.location)
-                at = " at {}:{}:{}".format(*where) if where else ""
-                return f"dimension {found} of result {k} of {op.name}{at} ({t})"
+                return f"dimension {found} of result {k} of {op.name}{_at(op, source)} ({t})"
     return None
+
+
+def _at(op, source: str | None) -> str:
+    where = mlir.file_location(op.location, source)
+    return " at {}:{}:{}".format(*where) if where else ""
 
 
 def _unbounded_dimension(t) -> int | None:
@@ -202,7 +204,7 @@ def refine(computation: Computation, arguments) -> Computation:
                     b = InsertingBuilder(module, first, "a dimension variable")
                     arg.replace_all_uses_with(b.constant(np.asarray(value, shape.dtype)).value)
             _refine(computation, module, REFINE)
-    left = unbounded(module)
+    left = unbounded(module, source=computation.source)
     if left is not None:
         raise ShapeError(f"{computation.name}: {left} stays dynamic once refined from the "
                          f"inputs' shapes and dimension values (stablehlo-refine-shapes): "

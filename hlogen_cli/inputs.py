@@ -302,7 +302,7 @@ def refined(comp, specs, replicas: int = 1):
     """`comp` itself, or where it has dimensions with no bound, `comp` refined from the
     --input values (their shapes, and jax's dimension variables their values:
     hlogen.passes.refine); an InputError naming the dimension without them."""
-    left = hg.passes.unbounded(comp.module, cached=True)
+    left = hg.passes.unbounded(comp.module, cached=True, source=comp.source)
     if left is None:
         return comp
     if not specs or replicas != 1:

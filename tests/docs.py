@@ -14,8 +14,6 @@ import re
 from typing import NamedTuple
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-# docs/pending/ holds other branches' drafts, outside the site until they are merged
-PENDING = "docs/pending/"
 
 
 class Block(NamedTuple):
@@ -32,9 +30,8 @@ class _Heading(NamedTuple):
 
 
 def pages() -> list[str]:
-    """README.md and every page of docs/ (docs/pending/ left out)."""
-    found = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").rglob("*.md"))
-    return ["README.md", *(p for p in found if not p.startswith(PENDING))]
+    """README.md and every page of docs/."""
+    return ["README.md", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").rglob("*.md"))]
 
 
 def text(page: str) -> str:

@@ -92,7 +92,7 @@ class Side:
             declared = backends.get(backend)  # a PJRT plugin's name finds it
         except InputError:
             raise InputError(f"no backend named {backend!r}; the backends are "
-                             f"{', '.join(backends.BACKENDS)}, each also as {HLO_ROUTE}NAME "
+                             f"{', '.join(backends.names())}, each also as {HLO_ROUTE}NAME "
                              f"(through HLO)") from None
         return cls(_under(declared, options_of.check(xla_options, declared.library)), through)
 

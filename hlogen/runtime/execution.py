@@ -120,7 +120,7 @@ def prepare(computation: Computation, backend: Backend, num_replicas: int = 1,
     1 is for XLA's SPMD partitioner (hlogen.xla_client)."""
     where = computation.source or computation.name
     preflight.check_module(computation.module, where)
-    left = passes.unbounded(computation.module, cached=True)
+    left = passes.unbounded(computation.module, cached=True, source=computation.source)
     if left is not None:
         raise ShapeError(f"{where}: {left} is dynamic with no bound: refine it from inputs "
                          f"first (hlogen.passes.refine; hlogen run does with its --input)")

@@ -56,7 +56,7 @@ def command(paths, backend, xla_flags, jobs, timeout, batch, junit_path, json_pa
     options = checked_xla_flags(xla_flags)
     if backend in (None, ALL):
         plugins.discover(isolate=True)  # each loaded in a child first: one that crashes is left out
-        chosen = [b for b in backends.BACKENDS.values() if available(b)]
+        chosen = [b for b in backends.declared() if available(b)]
         for name, why in backends.UNAVAILABLE.items():  # plugins that failed to load
             click.echo(f"{name}: not available, not run: {why}", err=True)
     else:  # the name looked up once, here: the run takes the Backend

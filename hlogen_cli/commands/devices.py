@@ -20,7 +20,7 @@ def command():
     as not available, with why)."""
     from hlogen.runtime import pjrt  # here, not at the top: start-up (it starts jax)
     plugins.discover(isolate=True)
-    for backend in backends.BACKENDS.values():
+    for backend in backends.declared():
         if not backend.compiles:  # in this process: no client, no devices
             click.echo(f"{backend.name}: {backend.description}; {_refusals(backend)}")
             continue
