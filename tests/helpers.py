@@ -1,6 +1,11 @@
 """Shared test helpers: run on both backends, compare with references."""
 from __future__ import annotations
 
+import os
+import pathlib
+import subprocess
+import sys
+
 import ml_dtypes
 import numpy as np
 
@@ -148,3 +153,14 @@ def residual_stack(layers: int, width: int = 8, hidden: int = 16,
     params = [(np.zeros((width, hidden), np.float32), np.zeros(hidden, np.float32),
                np.zeros((hidden, width), np.float32)) for _ in range(layers)]
     return hg.load(jax.jit(stack).lower(x, params).as_text())
+
+
+HLOGEN = pathlib.Path(sys.executable).with_name("hlogen")  # the installed command
+
+
+def hlogen_in(folder, *args):
+    """The installed `hlogen` run in `folder` (its executable cache there): the process as
+    a user starts it, its output captured."""
+    env = {**os.environ, "HLOGEN_CACHE_DIR": str(folder / "cache")}
+    return subprocess.run([str(HLOGEN), *map(str, args)], cwd=folder, capture_output=True,
+                          text=True, env=env, timeout=300)

@@ -11,16 +11,12 @@ References: numpy with ml_dtypes (doubling is exact in every float type; int4 va
 chosen so that it does not wrap)."""
 from __future__ import annotations
 
-import os
-import pathlib
-import subprocess
-import sys
 
 import ml_dtypes
 import numpy as np
 import pytest
+from tests.helpers import hlogen_in as hlogen
 
-HLOGEN = pathlib.Path(sys.executable).with_name("hlogen")
 
 FUNCTIONS = '''import hlogen as hg
 
@@ -44,12 +40,6 @@ SHIFT = np.float32([0.5, -0.5, 100])
 
 def raw(array: np.ndarray) -> np.ndarray:
     return array.view(f"V{array.dtype.itemsize}")
-
-
-def hlogen(folder, *args):
-    env = {**os.environ, "HLOGEN_CACHE_DIR": str(folder / "cache")}
-    return subprocess.run([str(HLOGEN), *map(str, args)], cwd=folder, capture_output=True,
-                          text=True, env=env, timeout=300)
 
 
 @pytest.mark.parametrize("type_name", list(RAW_TYPES))

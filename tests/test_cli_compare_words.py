@@ -7,14 +7,10 @@ on both sides (inputs out of the ops' domain) said to compare nothing."""
 from __future__ import annotations
 
 import json
-import os
-import pathlib
-import subprocess
-import sys
 
 import pytest
+from tests.helpers import hlogen_in as hlogen
 
-HLOGEN = pathlib.Path(sys.executable).parent / "hlogen"
 LOG_EXP = """func.func @main(%x: tensor<2xf32>) -> tensor<2xf32> {
   %0 = stablehlo.exponential %x : tensor<2xf32>
   %1 = stablehlo.log %0 : tensor<2xf32>
@@ -42,12 +38,6 @@ SOME_NAN = """func.func @main(%a: tensor<6x8xf32>) -> tensor<6x8xf32> {
   return %1 : tensor<6x8xf32>
 }
 """
-
-
-def hlogen(folder, *args):
-    env = {**os.environ, "HLOGEN_CACHE_DIR": str(folder / "cache")}
-    return subprocess.run([str(HLOGEN), *map(str, args)], cwd=folder, capture_output=True,
-                          text=True, env=env, timeout=300)
 
 
 @pytest.fixture(scope="module")

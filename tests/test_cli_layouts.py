@@ -8,23 +8,13 @@ reshaped. hlogen.rewrites.LAYOUTS moves the data where the layouts would have: t
 results are jax's."""
 from __future__ import annotations
 
-import os
-import pathlib
-import subprocess
-import sys
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from tests.helpers import hlogen_in as hlogen
 
-HLOGEN = pathlib.Path(sys.executable).parent / "hlogen"
-
-
-def hlogen(folder, *args):
-    env = {**os.environ, "HLOGEN_CACHE_DIR": str(folder / "cache")}
-    return subprocess.run([str(HLOGEN), *map(str, args)], cwd=folder, capture_output=True,
-                          text=True, env=env, timeout=300)
 
 
 @pytest.fixture(scope="module")

@@ -7,17 +7,13 @@ from __future__ import annotations
 
 import json
 import re
-import os
-import pathlib
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
 import hlogen as hg
+from tests.helpers import hlogen_in as hlogen
 
-HLOGEN = pathlib.Path(sys.executable).parent / "hlogen"
 MODULE = """func.func @main(%arg0: tensor<8xi1>) -> tensor<i8> {
   %0 = stablehlo.bitcast_convert %arg0 : (tensor<8xi1>) -> tensor<i8>
   return %0 : tensor<i8>
@@ -36,12 +32,6 @@ func.func @main() {
 INPUT = ["--input", "8xpred=1,1,0,1,0,1,0,1"]
 SAID = ("main: the cpu backend returned result 0 as s8[8], where the module declares s8[]: "
         "not an answer of the module")
-
-
-def hlogen(folder, *args):
-    env = {**os.environ, "HLOGEN_CACHE_DIR": str(folder / "cache")}
-    return subprocess.run([str(HLOGEN), *map(str, args)], cwd=folder, capture_output=True,
-                          text=True, env=env, timeout=300)
 
 
 @pytest.fixture(scope="module")

@@ -4,10 +4,6 @@ and MLIR's names, and the refusal of what a backend cannot run (exit 2, before n
 code). References: ml_dtypes (doubling is exact for the values chosen)."""
 from __future__ import annotations
 
-import os
-import pathlib
-import subprocess
-import sys
 
 import ml_dtypes
 import numpy as np
@@ -15,8 +11,8 @@ import pytest
 
 import hlogen as hg
 from tests.helpers import WRONG_TYPES
+from tests.helpers import hlogen_in as hlogen
 
-HLOGEN = pathlib.Path(sys.executable).with_name("hlogen")
 
 # values whose doubles each type holds exactly
 VALUES = {
@@ -26,12 +22,6 @@ VALUES = {
     "f4e2m1fn": [1.5, -1.0, 3.0, 0.5], "f6e2m3fn": [1.5, -3.25, 0.5, 0.125],
     "f6e3m2fn": [1.5, -3.0, 12.0, 0.125], "s2": [0, -1, -2, 1], "u2": [0, 1, 1, 0],
 }
-
-
-def hlogen(folder, *args):
-    env = {**os.environ, "HLOGEN_CACHE_DIR": str(folder / "cache")}
-    return subprocess.run([str(HLOGEN), *map(str, args)], cwd=folder, capture_output=True,
-                          text=True, env=env, timeout=300)
 
 
 def _backend(et):
