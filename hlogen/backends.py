@@ -303,6 +303,11 @@ _REGIONS_THAT_RUN_CUSTOM_CALLS = frozenset({"stablehlo.while", "stablehlo.case",
                                             "stablehlo.map"})
 
 
+# GSPMD's markers (jax with the GSPMD partitioner: with_sharding_constraint, around a
+# shard_map body): reserved names that XLA's SPMD partitioner reads when partitioning is on
+GSPMD_MARKERS = frozenset({"Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape"})
+
+
 def _pjrt_custom_call(op):
     # jax's host callbacks, reserved targets, places XLA CPU does not run one
     target = mlir.call_target(op)
@@ -311,6 +316,17 @@ def _pjrt_custom_call(op):
                 f"that lowered the module, which this process does not have (XLA would end "
                 f"the process); lower the function without the callback")
     reason = reserved_reason(target)
+    if target in GSPMD_MARKERS and reason is not None:
+        partitions = collectives.partitions_of(op)
+        if partitions > 1 and "mhlo.sharding" in op.attributes:
+            reason = None  # XLA's SPMD partitioner reads and removes them
+        elif partitions > 1:
+            return (f"target {target!r} is GSPMD's marker: it needs an mhlo.sharding "
+                    f"attribute (what the partitioner reads), and this one has none")
+        else:
+            return (f"target {target!r} is GSPMD's marker, which XLA's SPMD partitioner "
+                    f"handles: compile for the partitions the module's shardings name "
+                    f"(num_partitions > 1), or drop the marker to run the global program")
     if reason is not None:  # in a loaded module, most likely XLA's optimized HLO
         return (f"target {reason} (XLA's optimized HLO holds such calls, made from other "
                 f"ops: the module XLA dumped before optimizations has those)")
@@ -409,20 +425,29 @@ def _runs_repeatedly(op: ir.Operation) -> bool:
 
 
 def _parallel_runner_refusal(module: ir.Module, num_replicas: int):
-    """What the interpreter's parallel runner (replicas, collectives) deadlocks on (the
-    process aborts with "rendezvous timed out") or computes wrongly: (op or None, why)."""
+    """What the interpreter's parallel runner (replicas, partitions, collectives)
+    deadlocks on (the process aborts with "rendezvous timed out") or computes wrongly:
+    (op or None, why)."""
     ops = [op for op in mlir.walk(module) if op.name in collectives.OPS]
-    if num_replicas == 1 and not ops:
+    processes = num_replicas * collectives.partitions_of(module.operation)
+    if processes == 1 and not ops:
         return None  # no parallel runner
-    # each replica runs on a thread of a pool of one thread per core; more wait forever
+    # The runner (StableHLO's evalRunParallelOp) runs each process as a task of an
+    # llvm::DefaultThreadPool, whose threads are as many as the CPUs of the process's
+    # affinity mask; a process at a collective holds its thread until every process of
+    # its group arrives, so processes beyond the threads never start (rendezvous timed
+    # out). Without a collective that waits, each process ends and frees its thread.
+    waits = [op for op in ops if op.name not in ("stablehlo.replica_id",
+                                                 "stablehlo.partition_id")]
     threads = cores()
-    if num_replicas > threads:
-        return None, (f"the reference interpreter runs replicas on one thread per core "
-                      f"({threads} here) and deadlocks (aborting the process) with more: "
-                      f"num_replicas={num_replicas} needs {num_replicas} cores")
-    for op in ops:
-        if op.name in ("stablehlo.replica_id", "stablehlo.partition_id"):
-            continue
+    if processes > threads and waits:
+        grid = (f"num_replicas={num_replicas}" if processes == num_replicas else
+                f"{num_replicas} replica(s) x {processes // num_replicas} partitions")
+        return waits[0], (f"the reference interpreter's parallel runner has one thread per "
+                          f"core ({threads} here), and a process waiting at a collective "
+                          f"holds its thread, so the processes beyond the threads never start "
+                          f"(it aborts: rendezvous timed out): {grid} needs {processes} cores")
+    for op in waits:
         if _runs_repeatedly(op):
             return op, ("it runs more than once (in a while loop, or in a function other "
                         "than main), and the runner mixes the data of a collective's "

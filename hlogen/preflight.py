@@ -142,16 +142,19 @@ def _check_nesting(op, where: str) -> None:
         parent = parent.parent
 
 
-def check_replicas(module: ir.Module, num_replicas: int, where: str) -> None:
+def check_replicas(module: ir.Module, num_replicas: int, where: str,
+                   num_partitions: int = 1) -> None:
     """Refuses collectives whose replica groups, permute pairs or shard counts do not fit
-    `num_replicas` replicas (rules: hlogen.ops.collectives.check_replicas)."""
+    `num_replicas` x `num_partitions` processes (rules: hlogen.ops.collectives.check_replicas,
+    by the spec's modes)."""
     by_name = inventory(module).by_name
     for name in collectives.OPS:
         for op in by_name.get(name, ()):
-            why = collectives.check_replicas(op, num_replicas)
+            why = collectives.check_replicas(op, num_replicas, num_partitions)
             if why:
-                raise ShapeError(f"{located(op, where)}: {why} (compiled for {num_replicas} "
-                                 f"replica(s))")
+                grid = f"{num_replicas} replica(s)" + (
+                    f" x {num_partitions} partitions" if num_partitions > 1 else "")
+                raise ShapeError(f"{located(op, where)}: {why} (compiled for {grid})")
 
 
 def check_backend(module: ir.Module, backend, where: str, num_replicas: int = 1) -> None:

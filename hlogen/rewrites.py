@@ -32,7 +32,7 @@ from jaxlib.mlir.dialects import stablehlo
 from hlogen import mlir, semantics
 from hlogen import types as T
 from hlogen.builder import InsertingBuilder, Op
-from hlogen.ops import computations, elementwise, movement
+from hlogen.ops import collectives, computations, elementwise, movement
 
 
 @dataclasses.dataclass(frozen=True)
@@ -266,7 +266,9 @@ def _no_replica_groups(op) -> bool:
 
 
 def _every_replica(b, op, operands):
-    n = b.num_replicas
+    # every id of the op's mode: replicas, partitions, or both (hlogen.ops.collectives)
+    n = collectives.id_count(collectives.mode_of(op), b.num_replicas,
+                             collectives.partitions_of(op))
     op.attributes["replica_groups"] = ir.DenseIntElementsAttr.get(
         np.arange(n, dtype=np.int64).reshape(1, n), context=mlir.context())
     return None

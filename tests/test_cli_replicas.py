@@ -195,7 +195,7 @@ def test_more_replicas_than_the_interpreter_has_cores():
     result = hlogen("run", ALLREDUCE, "--replicas", str(len(os.sched_getaffinity(0)) + 1),
                     "--input", "8xf32=1", "--backend", "interpret")
     assert result.exit_code == 2
-    assert "the reference interpreter runs replicas on one thread per core" in result.output
+    assert "the reference interpreter's parallel runner has one thread per core" in result.output
 
 
 # -- two processes ----------------------------------------------------------------------------

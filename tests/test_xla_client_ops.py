@@ -873,7 +873,12 @@ def test_collectives_on_one_replica():
 def test_collectives_xla_ran_across_partitions_are_refused():
     add = scalar_computation(lambda p, q: xops.Add(p, q), np.float32)
     x = np.arange(4, dtype=np.float32)
-    refused(lambda c, v: xops.AllReduce(v, add, [], None, None, True), x, match="global device ids")
+    # global device ids run (tests/test_partitions.py); without a channel the spec has no mode
+    c = xc.XlaBuilder("no_channel")
+    v = xops.Parameter(c, 0, xc.shape_from_pyval(x))
+    with pytest.raises(hg.HlogenError, match="use_global_device_ids=True needs a channel_id > 0"):
+        xops.AllReduce(v, add, [], None, None, True)
+        c.build()
     refused(lambda c, v: xops.AllToAll(v, 0, 0, 1, channel_id=BACKEND.create_channel_handle()), x,
             match="channel")
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import builtins
 import collections
 import dataclasses
+import re
 
 import numpy as np
 from jaxlib.mlir import ir
@@ -83,7 +84,7 @@ def check_partition(op_name: str, groups: list[list[int]], num_replicas: int | N
                          f"got sizes {[len(g) for g in groups]}")
 
 
-def _groups_attr(groups: list[list[int]]) -> ir.Attribute:
+def groups_attr(groups: list[list[int]]) -> ir.Attribute:
     """StableHLO's 2-D replica_groups; groups of different sizes padded with -1 (as XLA's
     StableHLO conversion does; both backends read it so)."""
     width = max((len(g) for g in groups), default=0)
@@ -141,10 +142,18 @@ def _channel(op_name: str, arg: str, value, required: bool):
     return attr, kind != 1
 
 
-def _with_channel(attributes: dict, op_name: str, channel_id) -> dict:
+def _with_channel(attributes: dict, op_name: str, channel_id,
+                  use_global_device_ids: bool = False) -> dict:
+    """`attributes` with the channel handle and use_global_device_ids (the flattened_ids
+    mode: groups of device ids, replica x partitions + partition; it needs a channel)."""
     attr, _ = _channel(op_name, "channel_id", channel_id, required=False)
     if attr is not None:
         attributes["channel_handle"] = attr
+    if use_global_device_ids:
+        if attr is None or stablehlo.ChannelHandle(attr).handle <= 0:
+            raise ShapeError(f"{op_name}: use_global_device_ids=True needs a channel_id > 0 "
+                             f"(the spec's flattened_ids mode), got channel_id={channel_id!r}")
+        attributes["use_global_device_ids"] = ir.UnitAttr.get(context=mlir.context())
     return attributes
 
 
@@ -224,14 +233,18 @@ def all_to_all_shape(shape: T.Shape, split_dimension: int, concat_dimension: int
 
 # -- the collectives --------------------------------------------------------------------
 
-def all_reduce(operand, computation, replica_groups=None, channel_id=None):
+def all_reduce(operand, computation, replica_groups=None, channel_id=None,
+               use_global_device_ids=False):
     """AllReduce: every replica of a group gets `computation` (T, T -> T) folded over the
     group's operands. `operand` is an array, a tuple-shaped Op or a list of arrays (of one
     element type): each element is reduced, and the result has the operand's form.
-    `replica_groups` None or []: every replica, one group."""
+    `replica_groups` None or []: every replica, one group. With a channel_id, the groups
+    name replicas and every partition joins (cross_replica_and_partition); with
+    use_global_device_ids too, they name devices (flattened_ids)."""
     leaves, rebuild = _leaves("all_reduce", operand)
     groups = _parse_groups("all_reduce", replica_groups, equal_sizes=False)
-    attributes = _with_channel({"replica_groups": _groups_attr(groups)}, "all_reduce", channel_id)
+    attributes = _with_channel({"replica_groups": groups_attr(groups)}, "all_reduce", channel_id,
+                               use_global_device_ids)
     region = _reducer("all_reduce", leaves, computation)
     return rebuild(leaves[0].builder.add_op_with_regions(
         "stablehlo.all_reduce", [o.shape for o in leaves], leaves, attributes, [region]))
@@ -242,7 +255,8 @@ def cross_replica_sum(operand, replica_groups=None):
     return all_reduce(operand, lambda x, y: add(x, y), replica_groups)
 
 
-def all_gather(operand, all_gather_dim, shard_count, replica_groups=None, channel_id=None):
+def all_gather(operand, all_gather_dim, shard_count, replica_groups=None, channel_id=None,
+               use_global_device_ids=False):
     """AllGather: the operands of a group's replicas concatenated along all_gather_dim, in
     the group's order; shard_count is the size of each group (the number of replicas when
     replica_groups is empty)."""
@@ -250,7 +264,8 @@ def all_gather(operand, all_gather_dim, shard_count, replica_groups=None, channe
     groups, count = _counted_groups("all_gather", replica_groups, "shard_count", shard_count)
     result = all_gather_shape(shape, all_gather_dim, count)
     attributes = _with_channel({"all_gather_dim": int_attr(all_gather_dim),
-                                "replica_groups": _groups_attr(groups)}, "all_gather", channel_id)
+                                "replica_groups": groups_attr(groups)}, "all_gather", channel_id,
+                               use_global_device_ids)
     (out,) = operand.builder.add_op_with_regions("stablehlo.all_gather", [result], [operand],
                                                  attributes, [])
     return out
@@ -265,14 +280,14 @@ def all_to_all(operand, split_dimension, concat_dimension, split_count, replica_
     result = all_to_all_shape(shape, split_dimension, concat_dimension, count)
     attributes = {"split_dimension": int_attr(split_dimension),
                   "concat_dimension": int_attr(concat_dimension),
-                  "split_count": int_attr(count), "replica_groups": _groups_attr(groups)}
+                  "split_count": int_attr(count), "replica_groups": groups_attr(groups)}
     (out,) = operand.builder.add_op_with_regions("stablehlo.all_to_all", [result], [operand],
                                                  attributes, [])
     return out
 
 
 def reduce_scatter(operand, computation, scatter_dimension, shard_count, replica_groups=None,
-                   channel_id=None):
+                   channel_id=None, use_global_device_ids=False):
     """ReduceScatter: AllReduce, then the result split along scatter_dimension into
     shard_count blocks, the i-th replica of each group getting block i. A tuple (or list)
     operand is reduce-scattered element by element."""
@@ -280,7 +295,8 @@ def reduce_scatter(operand, computation, scatter_dimension, shard_count, replica
     groups, count = _counted_groups("reduce_scatter", replica_groups, "shard_count", shard_count)
     shapes = [reduce_scatter_shape(leaf.shape, scatter_dimension, count) for leaf in leaves]
     attributes = _with_channel({"scatter_dimension": int_attr(scatter_dimension),
-                                "replica_groups": _groups_attr(groups)}, "reduce_scatter", channel_id)
+                                "replica_groups": groups_attr(groups)}, "reduce_scatter",
+                               channel_id, use_global_device_ids)
     # stablehlo.reduce_scatter takes one operand: one op per element
     return rebuild([leaf.builder.add_op_with_regions(
         "stablehlo.reduce_scatter", [shape], [leaf], attributes,
@@ -392,7 +408,7 @@ def recv(builder, shape, channel_handle):
     return _received(builder, "recv", shape, results[:-1])
 
 
-# -- checks against the replica count at compile time ---------------------------------------------
+# -- checks against the replicas x partitions grid at compile time -------------------------
 
 def _dense(op, name) -> list[list[int]]:
     attr = ir.DenseIntElementsAttr(op.attributes[name])
@@ -411,7 +427,7 @@ def _dims(value) -> tuple:
 
 
 def _group_count(op) -> int | None:
-    """The group size an op's shapes imply (None where they do not fix one)."""
+    """The process group size an op's shapes imply (None where they do not fix one)."""
     name = op.name
     if name == "stablehlo.all_gather":
         dim = ir.IntegerAttr(op.attributes["all_gather_dim"]).value
@@ -431,38 +447,223 @@ OPS = _EQUAL_SIZES | {"stablehlo.all_reduce", "stablehlo.collective_permute",
                       "stablehlo.collective_broadcast", "stablehlo.replica_id",
                       "stablehlo.partition_id"}
 
+# -- the spec's four ways of making process groups ("Collective ops" in StableHLO's spec) --
 
-def check_replicas(op: ir.Operation, num_replicas: int) -> str | None:
-    """Why collective `op` cannot run on `num_replicas` replicas, or None."""
+CROSS_REPLICA = "cross_replica"
+CROSS_PARTITION = "cross_partition"
+CROSS_REPLICA_AND_PARTITION = "cross_replica_and_partition"
+FLATTENED_IDS = "flattened_ids"
+# the ops whose channel makes them cross_replica_and_partition (flattened_ids with
+# use_global_device_ids); the others' channel makes them cross_partition
+_GLOBAL_IDS = ("stablehlo.all_reduce", "stablehlo.all_gather", "stablehlo.reduce_scatter")
+
+
+def partitions_of(op: ir.Operation) -> int:
+    """The mhlo.num_partitions of `op`'s module (hlogen.runtime.execution.prepare sets it
+    from the partitions compiled for; 1 where absent)."""
+    while op.parent is not None:
+        op = op.parent
+    attrs = op.attributes
+    return ir.IntegerAttr(attrs["mhlo.num_partitions"]).value \
+        if "mhlo.num_partitions" in attrs else 1
+
+
+def has_channel(op: ir.Operation) -> bool:
+    """A channel_handle of handle > 0 (the spec's `channel_id > 0`)."""
+    if "channel_handle" not in op.attributes:
+        return False
+    return stablehlo.ChannelHandle(op.attributes["channel_handle"]).handle > 0
+
+
+def mode_of(op: ir.Operation) -> str:
+    """How `op` (a collective) makes its process groups, by the spec: from its channel
+    handle and use_global_device_ids."""
+    channel = has_channel(op)
+    if op.name in _GLOBAL_IDS:
+        if "use_global_device_ids" in op.attributes:
+            return FLATTENED_IDS
+        return CROSS_REPLICA_AND_PARTITION if channel else CROSS_REPLICA
+    return CROSS_PARTITION if channel else CROSS_REPLICA
+
+
+def id_count(mode: str, num_replicas: int, num_partitions: int) -> int:
+    """How many ids the groups of `mode` name: replicas, partitions, or both (flattened)."""
+    return {CROSS_REPLICA: num_replicas, CROSS_PARTITION: num_partitions,
+            CROSS_REPLICA_AND_PARTITION: num_replicas,
+            FLATTENED_IDS: num_replicas * num_partitions}[mode]
+
+
+def _ids_word(mode: str) -> str:
+    return {CROSS_PARTITION: "partition", FLATTENED_IDS: "device (replica x partitions + "
+            "partition)"}.get(mode, "replica")
+
+
+def process_groups(mode: str, groups: list[list[int]], num_replicas: int,
+                   num_partitions: int) -> list[list[tuple[int, int]]]:
+    """The spec's process groups, (replica_id, partition_id) in the spec's order, of
+    `groups` (the op's replica_groups, or [] for every id in one group) in `mode`."""
+    groups = groups or [list(range(id_count(mode, num_replicas, num_partitions)))]
+    replicas, partitions = range(num_replicas), range(num_partitions)
+    if mode == CROSS_REPLICA:
+        return [[(r, p) for r in g] for g in groups for p in partitions]
+    if mode == CROSS_PARTITION:
+        return [[(r, p) for p in g] for g in groups for r in replicas]
+    if mode == CROSS_REPLICA_AND_PARTITION:
+        return [[(r, p) for p in partitions for r in g] for g in groups]
+    return [[divmod(i, num_partitions) for i in g] for g in groups]
+
+
+# -- replica_group_mesh_axes: groups named by axes of an sdy.mesh (XLA's partitioner) --------
+
+_MESH_AXES = "#stablehlo.replica_group_mesh_axes"
+_AXIS_REF = re.compile(r'axis_ref<name = "([^"]+)"(?:, sub_axis_info = \((\d+)\)(\d+))?>')
+_MESH_AXIS = re.compile(r'"([^"]+)"=(\d+)')
+
+
+def is_mesh_axes(attr: ir.Attribute) -> bool:
+    return str(attr).startswith(_MESH_AXES)
+
+
+def _mesh(op: ir.Operation, name: str, where: str) -> tuple[list, list[int] | None]:
+    """([(axis, size)], device_ids or None) of the sdy.mesh @name of op's module."""
+    module = op
+    while module.parent is not None:
+        module = module.parent
+    for candidate in module.regions[0].blocks[0].operations:
+        candidate = candidate.operation
+        if candidate.name == "sdy.mesh" and mlir.symbol_name(candidate) == name:
+            text = str(candidate.attributes["mesh"])
+            axes = [(a, int(n)) for a, n in _MESH_AXIS.findall(text.split("device_ids")[0])]
+            ids = re.search(r"device_ids=\[([\d, ]*)\]", text)
+            return axes, ([int(i) for i in ids.group(1).split(",")] if ids else None)
+    raise ShapeError(f"{where}: replica_groups name mesh @{name}, which this module does not "
+                     f"declare (an sdy.mesh @{name} at the top level)")
+
+
+def mesh_groups(op: ir.Operation) -> list[list[int]]:
+    """The groups of `#stablehlo.replica_group_mesh_axes<mesh = @m, axes = [...]>`: for
+    each position on the axes not named, the devices along the named axes (in their
+    order, sub-axes `"x":(pre)size` being a factor of their axis), as XLA's mesh-axes
+    replica groups; device ids are the mesh's (row-major positions without device_ids)."""
+    text = str(op.attributes["replica_groups"])
+    where = op.name.split(".")[-1]
+    name = re.search(r"mesh = @([\w.$-]+)", text)
+    refs = _AXIS_REF.findall(text)
+    if name is None or (not refs and "axes = []" not in text):
+        raise ShapeError(f"{where}: cannot read replica_groups {text}")
+    axes, device_ids = _mesh(op, name.group(1), where)
+    sizes = dict(axes)
+    # every axis as factors, major to minor: [pre, size, rest] where a sub-axis names it
+    factors: list[tuple[str, int, int]] = []  # (axis, pre_size, size)
+    for axis, size in axes:
+        cuts = sorted({(int(pre), int(n)) for a, pre, n in refs if a == axis and pre})
+        at = 1
+        for pre, n in cuts:
+            if pre != at or size % (pre * n):
+                raise ShapeError(f"{where}: replica_groups {text}: sub-axis \"{axis}\":({pre}){n} "
+                                 f"does not divide axis {axis}={size} after {at}")
+            factors.append((axis, pre, n))
+            at = pre * n
+        if at == 1 and not cuts:
+            factors.append((axis, 1, size))
+        elif size // at > 1:
+            factors.append((axis, at, size // at))
+    named = []
+    for axis, pre, n in refs:
+        if axis not in sizes:
+            raise ShapeError(f"{where}: replica_groups {text} name axis {axis!r}; mesh "
+                             f"@{name.group(1)} has {', '.join(sizes) or 'none'}")
+        key = (axis, int(pre), int(n)) if pre else (axis, 1, sizes[axis])
+        named.append(factors.index(key) if key in factors else
+                     [i for i, f in enumerate(factors) if f[0] == axis][0])
+    shape = [n for _, _, n in factors]
+    ids = np.arange(int(np.prod(shape, dtype=np.int64))) if device_ids is None \
+        else np.array(device_ids)
+    others = [i for i in range(len(factors)) if i not in named]
+    grid = ids.reshape(shape).transpose(others + named)
+    size = int(np.prod([shape[i] for i in named], dtype=np.int64))
+    return grid.reshape(-1, size).tolist()
+
+
+def groups_of(op: ir.Operation) -> list[list[int]]:
+    """An op's replica_groups as lists of ids: dense groups without their -1 padding, or
+    mesh-axes groups expanded ([]: every id, one group)."""
+    if is_mesh_axes(op.attributes["replica_groups"]):
+        return mesh_groups(op)
+    # groups of different sizes are padded with -1 in StableHLO's 2-D attribute
+    return [[r for r in g if r != -1] for g in _dense(op, "replica_groups")]
+
+
+def expand_mesh_groups(module: ir.Module) -> None:
+    """Every replica_group_mesh_axes of `module` made dense groups (what the interpreter
+    and hlogen's rewrites read)."""
+    with mlir.context():
+        for op in mlir.walk(module):
+            if "replica_groups" in op.attributes and is_mesh_axes(op.attributes["replica_groups"]):
+                op.attributes["replica_groups"] = groups_attr(mesh_groups(op))
+
+
+def check_replicas(op: ir.Operation, num_replicas: int, num_partitions: int = 1) -> str | None:
+    """Why collective `op` cannot run on `num_replicas` x `num_partitions` processes, or
+    None: its groups (or pairs) checked against the ids of its mode (the spec's
+    cross_replica, cross_partition, cross_replica_and_partition or flattened_ids)."""
     name = op.name
     short = name.split(".")[-1]
+    if name in ("stablehlo.replica_id", "stablehlo.partition_id"):
+        return None
     try:
+        mode = mode_of(op)
+        n = id_count(mode, num_replicas, num_partitions)
+        grid = f"{num_replicas} replica(s) x {num_partitions} partition(s)"
+        if mode == FLATTENED_IDS and not has_channel(op):
+            raise ShapeError(f"{short}: use_global_device_ids needs a channel_handle of "
+                             f"handle > 0 (the spec's constraint)")
         if name == "stablehlo.collective_permute":
-            check_pairs(pairs_of(op), num_replicas)
+            pairs = pairs_of(op)
+            bad = sorted({r for p in pairs for r in p if not 0 <= r < n})
+            if bad and mode == CROSS_PARTITION:
+                # XLA CPU ends the process here ("Span::at failed bounds check")
+                raise ShapeError(f"{short}: its channel_handle makes it {mode} (the spec), so "
+                                 f"source_target_pairs={[list(p) for p in pairs]} name "
+                                 f"partitions, and {bad} are not among the {num_partitions} "
+                                 f"partition(s) of {grid}: drop the channel_handle to permute "
+                                 f"replicas, or compile for more partitions")
+            check_pairs(pairs, n)
             return None
         if "replica_groups" not in op.attributes:
             return None
-        # groups of different sizes are padded with -1 in StableHLO's 2-D attribute
-        groups = [[r for r in g if r != -1] for g in _dense(op, "replica_groups")]
+        groups = groups_of(op)
         count = _group_count(op)
         what = "split_count" if short == "all_to_all" else "shard_count"
-        if count is not None and groups == [list(range(count))] and count != num_replicas:
+        ids = _ids_word(mode)
+        # on replicas alone, the words of replicas; else the mode and the grid
+        plain = num_partitions == 1 and ids == "replica"
+        if count is not None and groups == [list(range(count))] and count != n \
+                and (mode != CROSS_REPLICA_AND_PARTITION or num_partitions == 1):
             # the group an op without replica_groups was emitted with
+            fits = f"{n} replicas" if plain else f"the {n} {ids}s of {grid} ({mode})"
             raise ShapeError(f"{short}: {what}={count} in the one group {groups} (what "
-                             f"replica_groups None gives) does not fit {num_replicas} replicas: "
-                             f"compile for {count}, or name replica groups that cover all "
-                             f"{num_replicas}")
-        check_partition(short, groups, num_replicas, name in _EQUAL_SIZES,
-                        complete=name not in _PARTIAL)
-        size = len(groups[0]) if groups else num_replicas
+                             f"replica_groups None gives) does not fit {fits}: compile for "
+                             f"{count}, or name replica groups that cover all {n}")
+        try:
+            check_partition(short, groups, n, name in _EQUAL_SIZES,
+                            complete=name not in _PARTIAL)
+        except ShapeError as e:
+            if plain:
+                raise
+            raise ShapeError(f"{e} ({mode}: the groups name {ids} ids, {n} in {grid})") from None
+        size = len(process_groups(mode, groups, num_replicas, num_partitions)[0])
         if count is not None and count != size:
             given = "" if short == "all_to_all" else " (from the result and operand dimensions)"
-            raise ShapeError(f"{short}: {what}={count}{given} must equal the size of each replica group "
-                             f"({size}: " + (f"{groups})" if groups else
-                                              f"replica_groups is empty, so every replica of the "
-                                              f"{num_replicas})"))
+            if plain:
+                raise ShapeError(f"{short}: {what}={count}{given} must equal the size of each "
+                                 f"replica group ({size}: " + (
+                                     f"{groups})" if groups else
+                                     f"replica_groups is empty, so every replica of the "
+                                     f"{num_replicas})"))
+            raise ShapeError(f"{short}: {what}={count}{given} must equal the size of each "
+                             f"process group ({size}: {mode} groups "
+                             + (f"{groups}" if groups else "[] (every id)") + f" on {grid})")
     except ShapeError as e:
         return str(e)
     return None
-
-

@@ -28,7 +28,7 @@ from hlogen.backends import Backend
 from hlogen.builder import Builder, Op
 from hlogen.computation import Computation
 from hlogen.errors import ExecutionError, ShapeError
-from hlogen.ops import tuples
+from hlogen.ops import collectives, tuples
 
 
 class Reading(enum.Enum):
@@ -124,8 +124,9 @@ def prepare(computation: Computation, backend: Backend, num_replicas: int = 1,
     if left is not None:
         raise ShapeError(f"{where}: {left} is dynamic with no bound: refine it from inputs "
                          f"first (hlogen.passes.refine; hlogen run does with its --input)")
-    preflight.check_replicas(computation.module, num_replicas, where)
+    preflight.check_replicas(computation.module, num_replicas, where, num_partitions)
     legal = passes.run(computation, "legalize")
+    collectives.expand_mesh_groups(legal.module)  # XLA's partitioner's groups, as dense ones
     with mlir.context():  # what XLA reads the replica count from, besides its options
         attributes = legal.module.operation.attributes
         attributes["mhlo.num_replicas"] = mlir.int_attr(num_replicas, 32)

@@ -44,13 +44,16 @@ def available(backend: Backend) -> bool:
 
 
 def compile(computation: Computation, backend: Backend, disk_cache=None, num_replicas: int = 1,
-            xla_options: tuple = ()) -> "Interpreted":
+            xla_options: tuple = (), num_partitions: int = 1) -> "Interpreted":
     """The interpreter's executable of `computation` (hlogen.runtime's table row): it takes
-    no XLA options, and has no disk cache (`disk_cache` is not read)."""
+    no XLA options, and has no disk cache (`disk_cache` is not read). With
+    `num_partitions`, `computation` is the program of each of num_replicas x
+    num_partitions processes (run_replicated takes and gives them in process order,
+    replica r's partition p at r * num_partitions + p)."""
     if xla_options:
         raise UnsupportedError(f"the reference interpreter takes no XLA options (given "
                                f"{_xla_options.text(xla_options)})")
-    return Interpreted(computation, backend, num_replicas)
+    return Interpreted(computation, backend, num_replicas, num_partitions)
 
 
 class Interpreted:
@@ -59,16 +62,19 @@ class Interpreted:
     cache_outcome = None  # it compiles nothing: no disk cache
     devices: list = []  # it runs in this process
 
-    def __init__(self, computation: Computation, backend: Backend, num_replicas: int = 1):
+    def __init__(self, computation: Computation, backend: Backend, num_replicas: int = 1,
+                 num_partitions: int = 1):
         check_signature(computation)
         self.computation = computation
         self.declaration = backend
         self.backend = backend.name
-        self.num_replicas = num_replicas
-        self.local_replicas = list(range(num_replicas))
-        self.key = (computation.fingerprint, backend.name, num_replicas)  # as _prepared's
+        self.num_partitions = num_partitions
+        self.num_replicas = num_replicas * num_partitions  # the processes run_replicated runs
+        self.local_replicas = list(range(self.num_replicas))
+        self.key = (computation.fingerprint, backend.name, num_replicas, num_partitions)
         start = time.perf_counter()
-        self._prepared, self._module = _prepare_cached(computation, backend, num_replicas)
+        self._prepared, self._module = _prepare_cached(computation, backend, num_replicas,
+                                                       num_partitions)
         self.compile_seconds = time.perf_counter() - start
         self._params = T.leaf_shapes(computation.parameter_shapes)
 
@@ -105,53 +111,89 @@ class Interpreted:
         return [structure_results(self.computation.result_shapes, flat) for flat in results]
 
 
-def _prepare_cached(computation: Computation, backend: Backend,
-                    num_replicas: int) -> tuple[Prepared, ir.Module]:
-    key = (computation.fingerprint, backend.name, num_replicas)  # (as pjrt's cache)
+def _prepare_cached(computation: Computation, backend: Backend, num_replicas: int,
+                    num_partitions: int = 1) -> tuple[Prepared, ir.Module]:
+    key = (computation.fingerprint, backend.name, num_replicas, num_partitions)
     found = _prepared.get(key)
     if found is None:
         # refuses what would abort it (the parallel runner's limits included)
-        prepared = prepare(computation, backend, num_replicas)
+        prepared = prepare(computation, backend, num_replicas, num_partitions)
         module = prepared.computation.module
-        if num_replicas > 1 or any(op.name in collectives.OPS for op in mlir.walk(module)):
-            module = _parallel(module, num_replicas)
+        if num_replicas * num_partitions > 1 or \
+                any(op.name in collectives.OPS for op in mlir.walk(module)):
+            module = _parallel(module, num_replicas, num_partitions)
         found = _prepared[key] = (prepared, module)
         while len(_prepared) > _PREPARED_KEPT:
             _prepared.popitem(last=False)
     return found
 
 
-# Ops that name replicas by global device id with a channel and use_global_device_ids
+# Ops that name processes by flattened id with a channel and use_global_device_ids
 # (flattened_ids mode), and ops whose channel makes their pairs or groups partition ids
-# (cross_partition mode): with one replica, both are the replica ids of the user's module.
+# (cross_partition mode): on one replica of R x P partitions, both are the flattened ids
+# r * P + p of the user's processes.
 _FLATTENED_IDS = ("stablehlo.all_reduce", "stablehlo.all_gather", "stablehlo.reduce_scatter")
 _CROSS_PARTITION = ("stablehlo.all_to_all", "stablehlo.collective_permute",
                     "stablehlo.collective_broadcast")
 
 
-def _parallel(module: ir.Module, num_replicas: int) -> ir.Module:
-    """A copy of `module` whose main runs the original main on every replica, the
-    replicas being partitions of one replica: every collective gets a channel id of its
-    own, replica_id becomes partition_id."""
+def _parallel(module: ir.Module, num_replicas: int, num_partitions: int = 1) -> ir.Module:
+    """A copy of `module` whose main runs the original main on every process, the
+    replicas x partitions being partitions of one replica (process r * P + p): every
+    collective gets a channel id of its own and its spec's process groups as flattened
+    ids; replica_id and partition_id are computed from the flattened id."""
     with mlir.context():
         parallel = ir.Module.parse(module.operation.get_asm(enable_debug_info=True))
         channel = 0
         for op in mlir.walk(parallel):
             if op.name in _FLATTENED_IDS or op.name in _CROSS_PARTITION:
+                _flatten_groups(op, num_replicas, num_partitions)
                 channel += 1
                 op.attributes["channel_handle"] = stablehlo.ChannelHandle.get(channel, 1)
                 if op.name in _FLATTENED_IDS:
                     op.attributes["use_global_device_ids"] = ir.UnitAttr.get()
-            elif op.name == "stablehlo.replica_id":
-                partition = ir.Operation.create("stablehlo.partition_id",
-                                                results=[op.results[0].type], loc=op.location,
-                                                ip=ir.InsertionPoint(op))
-                op.results[0].replace_all_uses_with(partition.results[0])
-                op.erase()
+            elif op.name in ("stablehlo.replica_id", "stablehlo.partition_id"):
+                _process_id(op, num_partitions)
         main = mlir.functions(parallel)["main"]
         main.attributes["sym_name"] = ir.StringAttr.get(_REPLICA)
-        _append_run_parallel_main(parallel, mlir.function_type(main), num_replicas)
+        _append_run_parallel_main(parallel, mlir.function_type(main),
+                                  num_replicas * num_partitions)
     return parallel
+
+
+def _flatten_groups(op: ir.Operation, num_replicas: int, num_partitions: int) -> None:
+    """`op`'s groups (or pairs) as the flattened ids of its spec's process groups."""
+    P = num_partitions
+    mode = collectives.mode_of(op)
+    if op.name == "stablehlo.collective_permute":
+        pairs = collectives.pairs_of(op)
+        if mode == collectives.CROSS_REPLICA:
+            flat = [(s * P + p, t * P + p) for s, t in pairs for p in range(P)]
+        else:
+            flat = [(r * P + s, r * P + t) for r in range(num_replicas) for s, t in pairs]
+        op.attributes["source_target_pairs"] = ir.DenseIntElementsAttr.get(
+            np.array(flat, np.int64).reshape(len(flat), 2))
+        return
+    groups = collectives.process_groups(mode, collectives.groups_of(op), num_replicas, P)
+    op.attributes["replica_groups"] = collectives.groups_attr(
+        [[r * P + p for r, p in g] for g in groups])
+
+
+def _process_id(op: ir.Operation, num_partitions: int) -> None:
+    """replica_id (flattened id / P) or partition_id (flattened id % P) from the
+    flattened id, which partition_id gives on one replica."""
+    at, loc, t = ir.InsertionPoint(op), op.location, op.results[0].type
+    flat = ir.Operation.create("stablehlo.partition_id", results=[t], loc=loc, ip=at).results[0]
+    if op.name == "stablehlo.replica_id" and num_partitions == 1:
+        value = flat
+    else:
+        count = ir.Operation.create("stablehlo.constant", results=[t], loc=loc, ip=at, attributes={
+            "value": ir.DenseElementsAttr.get(np.array(num_partitions, np.uint32), type=t)})
+        name = "stablehlo.divide" if op.name == "stablehlo.replica_id" else "stablehlo.remainder"
+        value = ir.Operation.create(name, results=[t], operands=[flat, count.results[0]],
+                                    loc=loc, ip=at).results[0]
+    op.results[0].replace_all_uses_with(value)
+    op.erase()
 
 
 def _append_run_parallel_main(module: ir.Module, ftype: ir.FunctionType,

@@ -137,13 +137,6 @@ def _default_layout(shape, what: str) -> None:
                                    f"row-major (XLA picks physical layouts itself)")
 
 
-def _no_global_ids(use_global_device_ids, op_name: str) -> None:
-    if use_global_device_ids:
-        raise UnsupportedError(f"{op_name}: use_global_device_ids=True: hlogen's collectives "
-                               f"group replicas; groups of global device ids (replicas x "
-                               f"partitions) are not supported")
-
-
 def _no_channel(channel_id, op_name: str) -> None:
     if channel_id is not None:
         raise UnsupportedError(f"{op_name}: channel_id={channel_id!r}: hlogen's {op_name} runs "
@@ -925,9 +918,9 @@ def RngBitGenerator(algorithm, initial_state, shape):
 def AllReduce(operand, computation, replica_groups=(), channel_id=None, shape_with_layout=None,
               use_global_device_ids=None):
     _default_layout(shape_with_layout, "AllReduce: shape_with_layout")
-    _no_global_ids(use_global_device_ids, "AllReduce")
     return _ops.all_reduce(operand, computation_of(computation, "AllReduce", "computation"),
-                           _groups(replica_groups), _channel(channel_id, "AllReduce"))
+                           _groups(replica_groups), _channel(channel_id, "AllReduce"),
+                           bool(use_global_device_ids))
 
 
 @_public
@@ -941,22 +934,21 @@ def CrossReplicaSum(operand, replica_groups=()):
 def AllGather(operand, all_gather_dimension, shard_count, replica_groups=(), channel_id=None,
               shape_with_layout=None, use_global_device_ids=None):
     _default_layout(shape_with_layout, "AllGather: shape_with_layout")
-    _no_global_ids(use_global_device_ids, "AllGather")
     return _ops.all_gather(operand, all_gather_dimension, shard_count,
-                           _groups(replica_groups), _channel(channel_id, "AllGather"))
+                           _groups(replica_groups), _channel(channel_id, "AllGather"),
+                           bool(use_global_device_ids))
 
 
 @_public
 @xla_op()
 def ReduceScatter(operand, computation, scatter_dimension, shard_count, replica_groups=(),
                   channel_id=None, layout=None, use_global_device_ids=None):
-    _no_global_ids(use_global_device_ids, "ReduceScatter")
     if layout is not None:
         raise UnsupportedError("ReduceScatter: layout: hlogen's arrays are row-major")
     return _ops.reduce_scatter(operand, computation_of(computation, "ReduceScatter", "computation"),
                                scatter_dimension, shard_count,
                                _groups(replica_groups),
-                               _channel(channel_id, "ReduceScatter"))
+                               _channel(channel_id, "ReduceScatter"), bool(use_global_device_ids))
 
 
 @_public
