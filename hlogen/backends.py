@@ -373,7 +373,10 @@ XLA_REFUSES_UNMEASURED = {**XLA_REFUSES, "stablehlo.set_dimension_size": Refusal
 CPU = declare(Backend(
     name="cpu", kind=Kind.PJRT, platform="cpu", words="XLA (PJRT)",
     description="XLA CPU, jaxlib's PJRT client",
-    refuses=XLA_REFUSES, refuses_types=XLA_REFUSES_TYPES,
+    refuses={**XLA_REFUSES, "stablehlo.collective_broadcast": Refusal(
+        "XLA CPU does not implement collective_broadcast (\"HLO opcode `collective-broadcast` "
+        "is not supported by XLA:CPU ThunkEmitter\")")},
+    refuses_types=XLA_REFUSES_TYPES,
     # jaxlib 0.10.2's XLA CPU runs exp with atol = rtol = 1e-60 (TPUs alone choose by
     # tolerance, and fail where none meets it)
     refuses_module=_tolerance_refusal("XLA CPU")))

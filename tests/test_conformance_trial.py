@@ -231,15 +231,22 @@ module @replica_ids {
 // -----
 
 module @partitions {
-  func.func @id(%x : tensor<i64>) -> tensor<i64> {
-    return %x : tensor<i64>
+  func.func @id(%x : tensor<i64>) -> (tensor<i64>, tensor<ui32>, tensor<ui32>) {
+    %p = stablehlo.partition_id : tensor<ui32>
+    %r = stablehlo.replica_id : tensor<ui32>
+    return %x, %p, %r : tensor<i64>, tensor<ui32>, tensor<ui32>
   }
   func.func @main() {
     %0 = stablehlo.constant dense<1> : tensor<i64>
-    %results:2 = "interpreter.run_parallel"(%0, %0) {
+    %results:6 = "interpreter.run_parallel"(%0, %0) {
       programs=[[@id, @id]]
-    } : (tensor<i64>, tensor<i64>) -> (tensor<i64>, tensor<i64>)
+    } : (tensor<i64>, tensor<i64>) -> (tensor<i64>, tensor<ui32>, tensor<ui32>, tensor<i64>,
+                                       tensor<ui32>, tensor<ui32>)
     check.expect_eq_const %results#0, dense<1> : tensor<i64>
+    check.expect_eq_const %results#1, dense<0> : tensor<ui32>
+    check.expect_eq_const %results#2, dense<0> : tensor<ui32>
+    check.expect_eq_const %results#4, dense<1> : tensor<ui32>
+    check.expect_eq_const %results#5, dense<0> : tensor<ui32>
     func.return
   }
 }
@@ -264,9 +271,8 @@ def test_run_parallel_runs_on_replicas_and_a_probe_is_the_identity(tmp_path):
     for backend in ("interpret", "cpu"):
         assert got[("parallel.mlir", 0, backend)]["status"] == "pass", got[("parallel.mlir", 0, backend)]
         assert got[("parallel.mlir", 1, backend)]["status"] == "pass"
-        partitions = got[("parallel.mlir", 2, backend)]
-        assert partitions["status"] == "skipped"
-        assert "1 replica(s) x 2 partitions: hlogen runs one partition per replica" in partitions["message"]
+        # 1 replica x 2 partitions: PJRT runs the program {manual} on 2 partitions
+        assert got[("parallel.mlir", 2, backend)]["status"] == "pass", got[("parallel.mlir", 2, backend)]
         assert got[("probe.mlir", 0, backend)]["status"] == "pass"
     assert got[("parallel.mlir", 0, "cpu")]["op"] == "stablehlo.all_reduce"
 

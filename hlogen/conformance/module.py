@@ -49,11 +49,13 @@ class Check:
 @dataclasses.dataclass
 class Replicated:
     """What `interpreter.run_parallel` asked for: the program (the case's main) on `count`
-    replicas; check k compares output `actual[k]` of the replicas' outputs (replica by
-    replica, as run_parallel returns them) with the array `expected[k]`."""
+    replicas x `partitions`; check k compares output `actual[k]` of the processes' outputs
+    (process by process, replica-major, as run_parallel returns them) with the array
+    `expected[k]`."""
     count: int
     actual: list
     expected: list
+    partitions: int = 1  # each replica's; the program runs on count x partitions processes
 
 
 @dataclasses.dataclass
@@ -231,20 +233,17 @@ def _replicated(module, main, parallel, found, where, ops, element_types) -> Cas
                                f"only the interpreter's runner fills)")
     grid = [[ir.FlatSymbolRefAttr(p).value for p in ir.ArrayAttr(row)]
             for row in ir.ArrayAttr(call.attributes["programs"])]
-    if any(len(row) != 1 for row in grid):
-        raise UnsupportedError(f"{where}: {files.RUN_PARALLEL} on {len(grid)} replica(s) x "
-                               f"{max(map(len, grid))} partitions: hlogen runs one "
-                               f"partition per replica")
-    names = list(dict.fromkeys(row[0] for row in grid))
+    names = list(dict.fromkeys(name for row in grid for name in row))
     if len(names) != 1:
         raise UnsupportedError(f"{where}: {files.RUN_PARALLEL} runs different programs on its "
-                               f"replicas ({', '.join('@' + n for n in names)}): hlogen runs one "
-                               f"program on every replica")
+                               f"processes ({', '.join('@' + n for n in names)}): hlogen runs one "
+                               f"program on every process")
+    partitions = len(grid[0])  # (the interpreter's verifier: every row as long)
     program = mlir.functions(module)[names[0]]
     n_in = len(program.regions[0].blocks[0].arguments)
     arguments = [_constant_value(v, where, "an operand of " + files.RUN_PARALLEL)
                  for v in call.operands]
-    per_replica = [arguments[r * n_in:(r + 1) * n_in] for r in range(len(grid))]
+    per_replica = [arguments[k * n_in:(k + 1) * n_in] for k in range(len(grid) * partitions)]
     actual, expected, checks = [], [], []
     for op, check in found:
         got = op.operands[0]
@@ -261,7 +260,7 @@ def _replicated(module, main, parallel, found, where, ops, element_types) -> Cas
     mlir.inline_calls(program.regions[0].blocks[0], mlir.functions(module))
     mlir.drop_unused_functions(module, program)
     return Case(Computation(module, where), per_replica, checks, ops, element_types,
-                replicated=Replicated(len(grid), actual, expected))
+                replicated=Replicated(len(grid), actual, expected, partitions))
 
 
 def _constant_value(value, where: str, what: str) -> np.ndarray:

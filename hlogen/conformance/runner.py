@@ -23,6 +23,7 @@ from hlogen.differential.localize import first_divergence
 from hlogen.conformance.module import Case, load_case, load_quant_dialect
 from hlogen.differential.near import subnormal
 from hlogen.loading import parse_module
+from hlogen.runtime import grid
 from hlogen.errors import HlogenError, InputError, ShapeError, UnsupportedError
 
 
@@ -41,6 +42,10 @@ def execute(case: Case, backend: backends.Backend) -> list:
     comp, replicated = case.computation, case.replicated
     if comp is None:
         return []
+    if replicated is not None and replicated.partitions > 1:
+        exe = grid.compile(comp, backend, replicated.count, replicated.partitions)
+        outputs = [a for out in exe.run_replicated(case.arguments) for a in _flat(out)]
+        return [outputs[i] for i in replicated.actual] + replicated.expected
     if replicated is not None:
         exe = runtime.compile(comp, backend=backend, num_replicas=replicated.count)
         outputs = [a for out in exe.run_replicated(case.arguments) for a in _flat(out)]
@@ -269,8 +274,10 @@ def judge_results(case: Case, results: list) -> dict:
         failures.append(f"check {k + 1} of {n} (@check.{check.call}): {judge.describe(verdict)}")
         traits["max_ulp"] = max(traits["max_ulp"], _ulp_of(verdict, got))
         if verdict.mask is not None:
-            traits["subnormal_only"] &= _explained_by_subnormals(verdict.mask, got, want,
-                                                                 case.arguments)
+            # (a case on several processes has a list of arguments per process)
+            inputs = [a for args in case.arguments for a in args] \
+                if case.replicated is not None else case.arguments
+            traits["subnormal_only"] &= _explained_by_subnormals(verdict.mask, got, want, inputs)
             traits["nan_only"] &= _nan_on_one_side(verdict.mask, got, want)
             for name in BOUNDS:
                 traits[f"{name}_only"] &= within(name, *_computed(case), k, verdict.mask, got, want)

@@ -161,6 +161,21 @@ def _options(devices, xla_options: tuple = ()) -> "xla_client.CompileOptions":
     return options
 
 
+def grid_options(num_replicas: int, num_partitions: int, devices: list):
+    """Compile options of a per-process program on num_replicas x num_partitions devices
+    (replica r's partition p on devices[r * num_partitions + p]): XLA wants SPMD
+    partitioning on for more than one partition; the program's values are {manual}."""
+    options = xla_client.CompileOptions()
+    options.num_replicas = num_replicas
+    options.num_partitions = num_partitions
+    build = options.executable_build_options
+    build.use_spmd_partitioning = num_partitions > 1
+    build.use_shardy_partitioner = True  # as jax: it reads the GSPMD form too
+    options.device_assignment = xla_client.DeviceAssignment.create(
+        np.array([d.id for d in devices]).reshape(num_replicas, num_partitions))
+    return options
+
+
 def compile(client, code: bytes, devices: list, options=None, xla_options: tuple = ()):
     """A LoadedExecutable of StableHLO `code` (text or bytecode): one replica per device,
     compiled with `xla_options` (XLA's DebugOptions fields by name), or as `options` (an
