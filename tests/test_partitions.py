@@ -378,3 +378,74 @@ def test_check_runs_stablehlos_cases_with_partitions(tmp_path):
         else:
             assert record["status"] == "skipped" and f"needs {processes} cores" in \
                 record["message"], record
+
+
+# -- shard_map modules per partition ------------------------------------------------------------
+
+# jax (in a child process with 8 CPU devices: this one may have started jax with fewer)
+# writes shard_map programs as Shardy text, with its own results on the same devices
+SHARD_MAP = """
+import sys
+import jax
+jax.config.update("jax_num_cpu_devices", 8)
+import numpy as np
+from jax import shard_map
+from jax.sharding import Mesh, PartitionSpec as P
+
+def f(a, b):
+    return (jax.lax.psum(a, "y") * 2, jax.lax.all_gather(b, "y", tiled=True),
+            jax.lax.ppermute(a, "y", [(0, 1), (1, 0)]), jax.lax.pmax(b, "y"))
+
+a = np.arange(16, dtype=np.float32).reshape(4, 4) - 5
+b = np.arange(4, dtype=np.float32) * 3
+for rows in (1, 2):
+    mesh = Mesh(np.array(jax.devices()[:2 * rows]).reshape(rows, 2), ("x", "y"))
+    g = jax.jit(shard_map(f, mesh=mesh, in_specs=(P("x", "y"), P("y")),
+                          out_specs=(P("x"), P(), P("x", "y"), P()), check_vma=False))
+    with open(f"{sys.argv[1]}/mesh{rows}x2.mlir", "w") as out:
+        out.write(g.lower(a, b).as_text())
+    np.savez(f"{sys.argv[1]}/mesh{rows}x2.npz", a=a, b=b, *[np.asarray(r) for r in g(a, b)])
+"""
+
+
+@pytest.fixture(scope="module")
+def shard_map_programs(tmp_path_factory):
+    import subprocess
+    import sys
+    folder = tmp_path_factory.mktemp("shard_map")
+    done = subprocess.run([sys.executable, "-c", SHARD_MAP, str(folder)], capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return folder
+
+
+def test_a_shard_map_module_runs_per_partition_bit_for_bit_with_jax(shard_map_programs):
+    from hlogen.runtime import manual
+    for rows in (1, 2):
+        comp = hg.load((shard_map_programs / f"mesh{rows}x2.mlir").read_text())
+        saved = np.load(shard_map_programs / f"mesh{rows}x2.npz")
+        want = [saved[f"arr_{k}"] for k in range(4)]
+        split = manual.split(comp)
+        assert [n for _, n in split.mesh.axes] == [rows, 2]
+        assert not any(o.name.startswith("sdy.") for o in hg.mlir.walk(split.program.module))
+        for backend in ("cpu", "interpret"):
+            if backend == "interpret" and 2 * rows > CORES:
+                with pytest.raises(hg.UnsupportedError, match=f"needs {2 * rows} cores"):
+                    manual.run(comp, [saved["a"], saved["b"]], backend)
+                continue
+            got = manual.run(comp, [saved["a"], saved["b"]], backend)
+            for k, (g, w) in enumerate(zip(got, want)):
+                assert g.dtype == w.dtype and g.tobytes() == w.tobytes(), \
+                    f"mesh {rows}x2, result {k} on {backend}: {g} != {w}"
+
+
+def test_what_a_shard_map_expansion_does_not_take_is_refused(shard_map_programs):
+    from hlogen.runtime import manual
+    text = (shard_map_programs / "mesh1x2.mlir").read_text()
+    partial = text.replace('manual_axes={"x", "y"}', 'manual_axes={"y"}')
+    with pytest.raises(hg.UnsupportedError, match=r"not over mesh axes \['x'\]: hlogen expands "
+                                                  r"fully manual computations"):
+        manual.split(hg.load(partial))
+    with pytest.raises(hg.UnsupportedError, match="its main is one sdy.manual_computation"):
+        manual.split(program("all_gather", "all_gather_dim = 0 : i64, replica_groups = "
+                             "dense<[[0]]> : tensor<1x1xi64>"))
