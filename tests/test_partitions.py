@@ -449,3 +449,11 @@ def test_what_a_shard_map_expansion_does_not_take_is_refused(shard_map_programs)
     with pytest.raises(hg.UnsupportedError, match="its main is one sdy.manual_computation"):
         manual.split(program("all_gather", "all_gather_dim = 0 : i64, replica_groups = "
                              "dense<[[0]]> : tensor<1x1xi64>"))
+
+
+def test_the_console_sessions_of_the_page(tmp_path, monkeypatch):
+    from tests.test_cli_readme import run_section
+    assert len(run_section("docs/replicas.md", "What XLA would abort on", tmp_path / "a",
+                           monkeypatch)) == 1
+    assert len(run_section("docs/replicas.md", "StableHLO's cases with partitions",
+                           tmp_path / "b", monkeypatch)) == 1

@@ -223,7 +223,7 @@ def test_alpa_style_mesh_profiling_of_all_reduce():
         replica_groups_protos = xla_client.make_replica_groups(replica_groups)
         channel_id = backend.create_channel_handle()
         # Alpa's profiler passes use_global_device_ids=True and compiles one replica of
-        # SPMD partitions: refused (docs/xla-client.md); this is its form over replicas
+        # SPMD partitions (tests/test_partitions.py); this is its form over replicas
         return xla_client.ops.AllReduce(operand, sub.build(), replica_groups_protos, channel_id,
                                         None, False)
 
