@@ -457,3 +457,16 @@ def test_the_console_sessions_of_the_page(tmp_path, monkeypatch):
                            monkeypatch)) == 1
     assert len(run_section("docs/replicas.md", "StableHLO's cases with partitions",
                            tmp_path / "b", monkeypatch)) == 1
+
+
+def test_partition_id_on_replicas_alone_is_zero_on_the_interpreter():
+    # the interpreter runs replicas as partitions of one replica: partition_id is computed
+    # from the process's flattened id (it gave the replica's id)
+    comp = hg.load("""func.func @main() -> (tensor<ui32>, tensor<ui32>) {
+  %p = stablehlo.partition_id : tensor<ui32>
+  %r = stablehlo.replica_id : tensor<ui32>
+  return %p, %r : tensor<ui32>, tensor<ui32>
+}""")
+    for backend in ("interpret", "cpu"):
+        got = hg.compile(comp, backend=backend, num_replicas=2).run_replicated([[], []])
+        assert [(int(p), int(r)) for p, r in got] == [(0, 0), (0, 1)], backend
