@@ -314,7 +314,10 @@ def test_xla_client_all_reduce_with_global_device_ids_on_two_partitions():
                               backend.create_channel_handle(), None, True)
     scattered = xops.ReduceScatter(x, add, 0, 2, xc.make_replica_groups([[0, 1]]),
                                    backend.create_channel_handle(), None, True)
-    comp = c.build(xops.Tuple(c, [total, gathered, scattered]))
+    swapped = xops.CollectivePermute(x, [(0, 1), (1, 0)], backend.create_channel_handle())
+    exchanged = xops.AllToAll(x, 0, 0, 2, xc.make_replica_groups([[0, 1]]),
+                              channel_id=backend.create_channel_handle())
+    comp = c.build(xops.Tuple(c, [total, gathered, scattered, swapped, exchanged]))
     c.clear_sharding()
     options = xc.CompileOptions()
     options.num_partitions = 2
@@ -329,6 +332,9 @@ def test_xla_client_all_reduce_with_global_device_ids_on_two_partitions():
         np.testing.assert_array_equal(outs[0][p].to_py(), xs[0] + xs[1])
         np.testing.assert_array_equal(outs[1][p].to_py(), np.concatenate([xs[1], xs[0]]))
         np.testing.assert_array_equal(outs[2][p].to_py(), (xs[0] + xs[1])[2 * p:2 * p + 2])
+        np.testing.assert_array_equal(outs[3][p].to_py(), xs[1 - p])  # partitions swapped
+        np.testing.assert_array_equal(outs[4][p].to_py(), np.concatenate(
+            [xs[0][2 * p:2 * p + 2], xs[1][2 * p:2 * p + 2]]))
 
 
 # -- the interpreter's parallel runner and StableHLO's cases with partitions -----------------

@@ -870,7 +870,7 @@ def test_collectives_on_one_replica():
     check(run(lambda c, v: xops.MultiCollectivePermute([v, v], [(0, 0)]), x), x, x)
 
 
-def test_collectives_xla_ran_across_partitions_are_refused():
+def test_collectives_across_partitions_need_a_channel_and_their_partitions():
     add = scalar_computation(lambda p, q: xops.Add(p, q), np.float32)
     x = np.arange(4, dtype=np.float32)
     # global device ids run (tests/test_partitions.py); without a channel the spec has no mode
@@ -879,8 +879,13 @@ def test_collectives_xla_ran_across_partitions_are_refused():
     with pytest.raises(hg.HlogenError, match="use_global_device_ids=True needs a channel_id > 0"):
         xops.AllReduce(v, add, [], None, None, True)
         c.build()
-    refused(lambda c, v: xops.AllToAll(v, 0, 0, 1, channel_id=BACKEND.create_channel_handle()), x,
-            match="channel")
+    # a channel makes AllToAll and CollectivePermute cross-partition (the spec): on one
+    # device, a permute to partition 1 is refused before XLA (which aborts on it)
+    with pytest.raises(hg.ShapeError, match=r"channel_handle makes it cross_partition .* \[1\] "
+                                            r"are not among the 1 partition"):
+        run(lambda c, v: xops.CollectivePermute(v, [(0, 1)], BACKEND.create_channel_handle()), x)
+    check(run(lambda c, v: xops.AllToAll(v, 0, 0, 1, channel_id=BACKEND.create_channel_handle()),
+              x), x)
 
 
 # -- host transfers and custom calls --------------------------------------------------------------

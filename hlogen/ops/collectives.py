@@ -271,16 +271,19 @@ def all_gather(operand, all_gather_dim, shard_count, replica_groups=None, channe
     return out
 
 
-def all_to_all(operand, split_dimension, concat_dimension, split_count, replica_groups=None):
+def all_to_all(operand, split_dimension, concat_dimension, split_count, replica_groups=None,
+               channel_id=None):
     """AllToAll: each replica splits its operand along split_dimension into split_count
     blocks and sends block i to the i-th replica of its group, which concatenates the
-    blocks it receives along concat_dimension in the group's order."""
+    blocks it receives along concat_dimension in the group's order. With a channel_id the
+    groups name partitions (cross_partition)."""
     shape = array_operand("all_to_all", "operand", operand)
     groups, count = _counted_groups("all_to_all", replica_groups, "split_count", split_count)
     result = all_to_all_shape(shape, split_dimension, concat_dimension, count)
     attributes = {"split_dimension": int_attr(split_dimension),
                   "concat_dimension": int_attr(concat_dimension),
                   "split_count": int_attr(count), "replica_groups": groups_attr(groups)}
+    _with_channel(attributes, "all_to_all", channel_id)
     (out,) = operand.builder.add_op_with_regions("stablehlo.all_to_all", [result], [operand],
                                                  attributes, [])
     return out
@@ -322,9 +325,10 @@ def check_pairs(pairs: list[tuple[int, int]], num_replicas: int | None) -> None:
                          f"names replica(s) {bad}; replica ids are {limit}")
 
 
-def collective_permute(operand, source_target_pairs):
+def collective_permute(operand, source_target_pairs, channel_id=None):
     """CollectivePermute: for each (source, target) pair, the target replica gets the
-    source replica's operand; replicas that are no target get zeros."""
+    source replica's operand; replicas that are no target get zeros. With a channel_id the
+    pairs name partitions (cross_partition)."""
     shape = array_operand("collective_permute", "operand", operand)
     try:
         pairs = [builtins.tuple(int_list("collective_permute", "source_target_pairs", p))
@@ -337,8 +341,9 @@ def collective_permute(operand, source_target_pairs):
                          f"(source, target) replica id pairs, got {source_target_pairs!r}")
     check_pairs(pairs, None)
     array = np.array(pairs, np.int64).reshape(len(pairs), 2)
-    return operand.builder.add_op("stablehlo.collective_permute", shape, [operand], {
-        "source_target_pairs": ir.DenseIntElementsAttr.get(array, context=mlir.context())})
+    return operand.builder.add_op("stablehlo.collective_permute", shape, [operand], _with_channel({
+        "source_target_pairs": ir.DenseIntElementsAttr.get(array, context=mlir.context())},
+        "collective_permute", channel_id))
 
 
 def replica_id(builder):

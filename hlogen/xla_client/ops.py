@@ -137,12 +137,6 @@ def _default_layout(shape, what: str) -> None:
                                    f"row-major (XLA picks physical layouts itself)")
 
 
-def _no_channel(channel_id, op_name: str) -> None:
-    if channel_id is not None:
-        raise UnsupportedError(f"{op_name}: channel_id={channel_id!r}: hlogen's {op_name} runs "
-                               f"across replicas and takes no channel")
-
-
 # -- element-wise ------------------------------------------------------------------------------
 
 # XLA's name: hlogen's op, for the binary ops (lhs, rhs, broadcast_dimensions=None): every
@@ -955,18 +949,16 @@ def ReduceScatter(operand, computation, scatter_dimension, shard_count, replica_
 @xla_op()
 def AllToAll(operand, split_dimension, concat_dimension, split_count, replica_groups=(),
              layout=None, channel_id=None):
-    _no_channel(channel_id, "AllToAll")
     if layout is not None:
         raise UnsupportedError("AllToAll: layout: hlogen's arrays are row-major")
     return _ops.all_to_all(operand, split_dimension, concat_dimension, split_count,
-                           _groups(replica_groups))
+                           _groups(replica_groups), _channel(channel_id, "AllToAll"))
 
 
 def _collective_permute(operand, source_target_pairs, channel_id, inplace, op_name):
-    _no_channel(channel_id, op_name)
     if inplace:
         raise UnsupportedError(f"{op_name}: inplace=True is not supported")
-    return _ops.collective_permute(operand, source_target_pairs)
+    return _ops.collective_permute(operand, source_target_pairs, _channel(channel_id, op_name))
 
 
 @_public
