@@ -31,7 +31,7 @@ from typing import Callable, Mapping
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
-from hlogen import decompositions, dynamism, mlir, random_bits
+from hlogen import decompositions, dynamism, mlir, random_bits, sharding
 from hlogen import types as T
 from hlogen.errors import InputError, UnsupportedError
 from hlogen.ops import collectives
@@ -303,6 +303,14 @@ _REGIONS_THAT_RUN_CUSTOM_CALLS = frozenset({"stablehlo.while", "stablehlo.case",
                                             "stablehlo.map"})
 
 
+def _partitioned(op) -> bool:
+    """Whether the module of `op` is compiled for partitions (execution.prepare says it)."""
+    while op.name != "builtin.module":
+        op = op.parent
+    return (mlir.int_attribute(op, "mhlo.num_partitions")
+            if "mhlo.num_partitions" in op.attributes else 1) > 1
+
+
 def _pjrt_custom_call(op):
     # jax's host callbacks, reserved targets, places XLA CPU does not run one
     target = mlir.call_target(op)
@@ -311,6 +319,8 @@ def _pjrt_custom_call(op):
                 f"that lowered the module, which this process does not have (XLA would end "
                 f"the process); lower the function without the callback")
     reason = reserved_reason(target)
+    if reason is not None and target in sharding.GSPMD_MARKERS and _partitioned(op):
+        reason = None  # what GSPMD's text says of shardings: XLA's partitioner reads them
     if reason is not None:  # in a loaded module, most likely XLA's optimized HLO
         return (f"target {reason} (XLA's optimized HLO holds such calls, made from other "
                 f"ops: the module XLA dumped before optimizations has those)")

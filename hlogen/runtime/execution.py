@@ -117,14 +117,16 @@ def prepare(computation: Computation, backend: Backend, num_replicas: int = 1,
     """The module `backend` runs: checked (hlogen.preflight, including its collectives
     against `num_replicas`), legalized, rewritten as the backend's declaration lists
     (hlogen.rewrites), then checked for what the backend refuses. `num_partitions` above
-    1 is for XLA's SPMD partitioner (hlogen.xla_client)."""
+    1 is for XLA's SPMD partitioner (hlogen.sharding's modules, hlogen.xla_client)."""
     where = computation.source or computation.name
     preflight.check_module(computation.module, where)
     left = passes.unbounded(computation.module, cached=True, source=computation.source)
     if left is not None:
         raise ShapeError(f"{where}: {left} is dynamic with no bound: refine it from inputs "
                          f"first (hlogen.passes.refine; hlogen run does with its --input)")
-    preflight.check_replicas(computation.module, num_replicas, where)
+    # a partitioned module's collectives (shard_map's) name devices of the replicas x
+    # partitions grid (flattened ids): checked against all of them
+    preflight.check_replicas(computation.module, num_replicas * num_partitions, where)
     legal = passes.run(computation, "legalize")
     with mlir.context():  # what XLA reads the replica count from, besides its options
         attributes = legal.module.operation.attributes
