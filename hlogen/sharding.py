@@ -231,3 +231,37 @@ def carry_annotations(source, target, arguments: dict, results: dict) -> None:
                     found = True
         if found:
             target.attributes[key] = ir.ArrayAttr.get([ir.DictAttr.get(e) for e in entries])
+
+
+def _annotated(module: ir.Module) -> bool:
+    """Whether `module` carries any sharding annotation (replicated or manual included)."""
+    parameters, results = unsharded(module)
+    return not all(parameters + results) or any(
+        name in op.attributes for op in mlir.walk(module) for name in ("mhlo.sharding", "sdy.sharding"))
+
+
+def as_asked(computation: Computation, partitions: int | None = None,
+             one_device: bool = False) -> Computation:
+    """`computation` as the command line asks (`--partitions N`, `--one-device`): its
+    global program; or with N partitions, checked against what it says, written in the
+    module where it says no count (shardings that are all replicated or manual)."""
+    where = computation.source or computation.name
+    if one_device:
+        if partitions not in (None, 1):
+            raise InputError(f"--partitions {partitions} and --one-device: the one-device run "
+                             f"has no partitions; give one of them")
+        return global_program(computation)
+    if partitions is None:
+        return computation
+    try:
+        found = partitions_to_compile(computation.module, partitions, where)
+    except InputError:
+        if of_module(computation.module) is not None or not _annotated(computation.module):
+            raise
+        found = None  # shardings without a count: the count supplied
+    if found is not None or partitions == 1:
+        return computation
+    copy = computation.clone()
+    with mlir.context():
+        copy.module.operation.attributes["mhlo.num_partitions"] = mlir.int_attr(partitions, 32)
+    return Computation(copy.module, computation.source)

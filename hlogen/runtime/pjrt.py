@@ -256,7 +256,8 @@ class Executable:
                     pass  # written by an XLA that serializes differently: compile again
             self.cache_outcome = "miss"
         prepared = prepare(self.computation, self.declaration, self.num_replicas,
-                           num_partitions=self.num_partitions, hlo_passes=not dict(self.xla_options).get("xla_disable_all_hlo_passes"))
+                           num_partitions=self.num_partitions,
+                           hlo_passes=not dict(self.xla_options).get("xla_disable_all_hlo_passes"))
         self._cut = prepared.cut
         try:
             loaded = _jaxlib.compile(pjrt, prepared.computation.to_bytecode(), self.devices,
