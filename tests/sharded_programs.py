@@ -1,11 +1,13 @@
 """Sharded programs made by jax on 8 virtual CPU devices, and jax's own results on them
 (the tests' producer: run as `python -m tests.sharded_programs DIR`, in a process of its
-own, since the device count is set before jax's CPU backend starts).
+own, since the device count is set before jax's CPU backend starts); and hlogen's results
+on them (`python -m tests.sharded_programs --hlogen DIR`, in a process of its own too).
 
 For each program NAME, DIR holds NAME.shardy.mlir (jax's default lowering),
 NAME.gspmd.mlir (jax_use_shardy_partitioner=False), NAME.jaxexport (jax.export's
 serialized Exported), NAME.inputs.npz (arg0, arg1, ...: global arrays) and
-NAME.expected.npz (result0, ...: what jax.jit gives on the same mesh).
+NAME.expected.npz (result0, ...: what jax.jit gives on the same mesh); data_parallel also
+as XLA's HLO text with shardings (NAME.hlo.txt) and MLIR bytecode (NAME.mlirbc).
 """
 from __future__ import annotations
 
@@ -83,6 +85,9 @@ def make(directory: str) -> None:
         exported = jax.export.export(jitted)(*placed)
         with open(f"{directory}/{name}.jaxexport", "wb") as f:
             f.write(exported.serialize())
+        if name == "data_parallel":
+            with open(f"{directory}/{name}.hlo.txt", "w") as f:
+                f.write(jitted.lower(*placed).compiler_ir("hlo").as_hlo_text())
         jax.config.update("jax_use_shardy_partitioner", False)
         try:
             with open(f"{directory}/{name}.gspmd.mlir", "w") as f:
@@ -92,7 +97,52 @@ def make(directory: str) -> None:
             jax.config.update("jax_use_shardy_partitioner", True)
 
 
+FORMS = ("shardy.mlir", "gspmd.mlir", "jaxexport")
+
+
+def files(directory: str) -> list[tuple[str, str]]:
+    """(program name, file) of every form made."""
+    import glob
+    found = [(name, f"{directory}/{name}.{form}") for name in programs_names()
+             for form in FORMS]
+    return found + [("data_parallel", f) for f in sorted(glob.glob(f"{directory}/data_parallel.*"))
+                    if f.endswith((".hlo.txt", ".mlirbc"))]
+
+
+def programs_names() -> list[str]:
+    return ["data_parallel", "tensor_parallel", "constrained", "sharded_sum", "shard_map_psum"]
+
+
+def run_hlogen(directory: str) -> None:
+    """hlogen's results of every file on cpu (hg.compile, global numpy arrays in and out),
+    in DIR/hlogen.npz ("FILE/resultI"), and how each ran in DIR/hlogen.json."""
+    import json
+
+    import numpy as np
+
+    import hlogen as hg
+    from hlogen import mlir
+    with mlir.context():  # bytecode, as emit writes it
+        text = open(f"{directory}/data_parallel.shardy.mlir").read()
+        with open(f"{directory}/data_parallel.mlirbc", "wb") as f:
+            f.write(hg.load(text).to_bytecode())
+    saved, said = {}, {}
+    for name, path in files(directory):
+        given = np.load(f"{directory}/{name}.inputs.npz")
+        exe = hg.compile(hg.load(path), "cpu")
+        out = exe(*[given[f"arg{i}"] for i in range(len(given.files))])
+        for i, result in enumerate(out if isinstance(out, tuple) else (out,)):
+            saved[f"{path}/result{i}"] = result
+        said[path] = {"how": exe.how_it_runs(), "inputs": [p.text for p in exe._in]}
+    np.savez(f"{directory}/hlogen.npz", **saved)
+    with open(f"{directory}/hlogen.json", "w") as f:
+        json.dump(said, f)
+
+
 if __name__ == "__main__":
-    import jax
-    jax.config.update("jax_num_cpu_devices", DEVICES)
-    make(sys.argv[1])
+    if sys.argv[1] == "--hlogen":
+        run_hlogen(sys.argv[2])
+    else:
+        import jax
+        jax.config.update("jax_num_cpu_devices", DEVICES)
+        make(sys.argv[1])
