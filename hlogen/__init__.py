@@ -30,6 +30,7 @@ from hlogen.ops.convolution import ConvDimensionNumbers
 from hlogen.ops.elementwise import ResultAccuracy
 from hlogen.ops.linalg import DotDimensionNumbers
 from hlogen.runtime import compile, interpret, load_plugin
+from hlogen.sharding import global_program
 from hlogen.types import (ELEMENT_TYPES, ElementType, Shape, TokenShape,
                           TupleShape, element_type, token, tuple_shape)
 from hlogen.types import (bf16, c64, c128, f4e2m1fn, f6e2m3fn, f6e3m2fn,
@@ -56,7 +57,7 @@ def __getattr__(name: str):
 
 __all__ = [
     "Builder", "Op", "Computation", "Function", "load", "compile", "interpret", "load_plugin",
-    "function",
+    "function", "global_program",
     "ops", "passes", "distributed", "graph", "differential", "random_inputs", "zero_inputs",
     "reduce_module", "fuzz",
     "HlogenError", "ShapeError", "InputError", "UnsupportedError",

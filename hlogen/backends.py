@@ -31,7 +31,7 @@ from typing import Callable, Mapping
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
-from hlogen import decompositions, dynamism, mlir, random_bits
+from hlogen import decompositions, dynamism, mlir, random_bits, sharding
 from hlogen import types as T
 from hlogen.errors import InputError, UnsupportedError
 from hlogen.ops import collectives
@@ -303,9 +303,6 @@ _REGIONS_THAT_RUN_CUSTOM_CALLS = frozenset({"stablehlo.while", "stablehlo.case",
                                             "stablehlo.map"})
 
 
-# GSPMD's markers (jax with the GSPMD partitioner: with_sharding_constraint, around a
-# shard_map body): reserved names that XLA's SPMD partitioner reads when partitioning is on
-GSPMD_MARKERS = frozenset({"Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape"})
 
 
 def _pjrt_custom_call(op):
@@ -316,7 +313,7 @@ def _pjrt_custom_call(op):
                 f"that lowered the module, which this process does not have (XLA would end "
                 f"the process); lower the function without the callback")
     reason = reserved_reason(target)
-    if target in GSPMD_MARKERS and reason is not None:
+    if target in sharding.GSPMD_MARKERS and reason is not None:
         partitions = collectives.partitions_of(op)
         if partitions > 1 and "mhlo.sharding" in op.attributes:
             reason = None  # XLA's SPMD partitioner reads and removes them

@@ -14,7 +14,7 @@ import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import func, stablehlo
 
-from hlogen import mlir, native
+from hlogen import mlir, native, sharding
 from hlogen import types as T
 from hlogen.computation import given_names, main_of, set_names
 from hlogen.errors import InputError, UnsupportedError
@@ -47,10 +47,7 @@ def exported_parts(data: bytes, where: str) -> dict:
     if polymorphic:
         raise UnsupportedError(f"{where}: a shape-polymorphic export (argument {polymorphic[0]}"
                                f"): hlogen runs static shapes; export it with concrete shapes")
-    if parts["nr_devices"] != 1:
-        raise UnsupportedError(f"{where}: exported for {parts['nr_devices']} devices (sharded); "
-                               f"hlogen runs exports for one device")
-    return parts
+    return parts  # nr_devices > 1: a sharded module (hlogen.sharding), whose text says so
 
 
 def wrap(module: ir.Module, parts: dict, where: str) -> None:
@@ -95,6 +92,11 @@ def wrap(module: ir.Module, parts: dict, where: str) -> None:
             args += [block.arguments[i] for i in kept]
             call = func.CallOp(results, ir.FlatSymbolRefAttr.get(_INNER), args)
             func.ReturnOp(list(call.results)[token_results:])
+        # a sharded export's shardings are its main's: the wrapper's, for XLA's partitioner
+        sharding.carry_annotations(inner, wrapper.operation,
+                                   {leading + tokens + k: i for k, i in enumerate(kept)},
+                                   {token_results + j: j
+                                    for j in range(len(results) - token_results)})
     # jax's names of the arguments the module takes (argument locations); the others,
     # which it drops, are arg<i>: known by position only
     by_kept = dict(zip(kept, names))

@@ -154,3 +154,4 @@ def options_in_force(exe) -> None:
     if said:
         click.echo(f"{exe.backend}: {'; '.join(said)}", err=True)
 
+

@@ -214,7 +214,9 @@ def side_options(command):
                   shell_complete=completion.backend_names,
                   help="The side under test: a backend (`hlogen devices` lists them), or "
                        "hlo:BACKEND to go through an HLO module first (as hlo-translate then "
-                       "run_hlo_module do).")
+                       "run_hlo_module do), or BACKEND:one-device for a sharded module's "
+                       "global program on one device (cpu vs cpu:one-device: the partitioner "
+                       "under test).")
     @click.option("--reference", default="interpret", show_default=True, metavar="BACKEND",
                   shell_complete=completion.backend_names,
                   help="The side it is compared with (as --test names it).")
@@ -223,12 +225,32 @@ def side_options(command):
     @xla_flag_option("--test-flag", "test_flags", "the test side only (over --xla-flag)")
     @xla_flag_option("--reference-flag", "reference_flags",
                      "the reference side only (over --xla-flag)")
+    @partitions_option
     @functools.wraps(command)
-    def with_sides(*args, test, reference, xla_flags, test_flags, reference_flags, **kwargs):
+    def with_sides(*args, test, reference, xla_flags, test_flags, reference_flags, partitions,
+                   **kwargs):
         return command(*args, sides={"test": test, "reference": reference, "xla_flags": xla_flags,
-                                     "test_flags": test_flags,
-                                     "reference_flags": reference_flags}, **kwargs)
+                                     "test_flags": test_flags, "reference_flags": reference_flags,
+                                     "partitions": partitions}, **kwargs)
     return with_sides
+
+
+PARTITIONS_HELP = ("The partition count of a sharded module (jax's mesh, mhlo.num_partitions, "
+                   "mhlo.sharding): checked against what the module says, or given where its "
+                   "shardings have none. A sharded module runs partitioned without it, one cpu "
+                   "device per partition (hlogen starts them), global arrays in and out.")
+
+partitions_option = click.option("--partitions", type=click.IntRange(min=1), default=None,
+                                 metavar="N", help=PARTITIONS_HELP)
+
+
+def sharding_options(command):
+    """--partitions N and --one-device (a sharded module's global program, on one device),
+    given to the command as they are."""
+    return partitions_option(click.option(
+        "--one-device", is_flag=True,
+        help="Run a sharded module's global program (its sharding annotations dropped) on "
+             "one device, unpartitioned, as XLA would without a mesh.")(command))
 
 
 @dataclasses.dataclass
@@ -294,6 +316,8 @@ class RunOptions:
     no_cache: bool = False
     verbose: bool = False
     profile: str | None = None  # a folder: jax's trace of the compile and the runs
+    partitions: int | None = None  # a sharded module's partition count (asserted, or given)
+    one_device: bool = False  # a sharded module's global program, on one device
 
     def __post_init__(self):
         if isinstance(self.inputs, dict):  # (as the child gets it)

@@ -14,7 +14,7 @@ import click
 import numpy as np
 
 import hlogen as hg
-from hlogen import files
+from hlogen import files, sharding
 from hlogen import types as T
 from hlogen.backends import INTERPRET, compiles
 from hlogen.differential import Tolerance, compare_arrays, leaf_names
@@ -43,6 +43,7 @@ def run(file: str, function_name: str | None, options: dict, default_inputs=None
     source = sources.module_source(file, function_name)
     comp, from_file = source.computation, source.compiled
     if from_file is None:
+        comp = sharding.as_asked(comp, o.partitions, o.one_device)
         comp = inputs.refined(comp, o.inputs.specs, o.replicas)
     xla = compile_options(asked, o.no_hlo_passes, from_file)
     outputs.check_output_count(plan, len(T.leaf_shapes(comp.result_shapes)))
@@ -191,6 +192,9 @@ def _run_on(comp, backend, per_replica_args: list, local: list, o: RunOptions,
 
 
 def _report(run_info: dict, o: RunOptions) -> None:
+    how = run_info["executable"].how_it_runs()
+    if how:
+        click.echo(f"{run_info['backend']}: {how}", err=True)
     if compiles(run_info["backend"]):
         options_in_force(run_info["executable"])
     if o.verbose:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import json
 
-from hlogen import differential
+from hlogen import differential, sharding
 from hlogen.computation import Computation
 from hlogen.errors import InputError
 from hlogen.files import Output
@@ -50,7 +50,8 @@ def setup(file: str, function_name: str | None, inputs: dict, sides: dict,
     record = Output(json_path, "--json", inputs=read) if json_path else None
     test, reference = sides_of(sides)
     source = sources.module_source(file, function_name)
-    comp = input_values.refined(source.computation, choice.specs)
+    comp = sharding.as_asked(source.computation, sides.get("partitions"))
+    comp = input_values.refined(comp, choice.specs)
     given = None
     if choice.specs or choice.zero or (source.recorded is not None and not choice.random):
         given = input_values.arguments(comp, choice, source.recorded)
@@ -67,8 +68,9 @@ def sides_of(sides: dict) -> tuple:
         own = checked_xla_flags(sides[f"{which}_flags"], f"--{which}-flag")
         # the name looked up once, here (plugins probed first; an unknown name: exit 2,
         # naming --test or --reference): the Side holds the Backend
-        declared = declaration(sides[which].removeprefix(differential.HLO_ROUTE), f"--{which}")
-        side = differential.Side(declared, sides[which].startswith(differential.HLO_ROUTE))
+        name, through_hlo, one_device = differential.parse_route(sides[which])
+        declared = declaration(name, f"--{which}")
+        side = differential.Side(declared, through_hlo, one_device)
         if not declared.compiles:
             if own:
                 raise InputError(f"--{which}-flag: the {which} side, {side.backend}, compiles "
@@ -95,3 +97,19 @@ def input_words(setup_: Setup) -> list:
         return ["--random-inputs", "--seed", str(setup_.seed)] + \
             ["--large-range"] * choice.large_range
     return []
+
+
+def how_sides_run(setup_: Setup) -> list[str]:
+    """One line per side for a sharded module, saying how that side runs it: partitioned
+    on XLA, or its global program (one device, the interpreter); [] for other modules."""
+    found = sharding.of_module(setup_.computation.module)
+    if found is None:
+        return []
+    lines = []
+    for which, side in (("test", setup_.test), ("reference", setup_.reference)):
+        if side.declared.compiles and not side.one_device:
+            how = f"sharded: {found.words(side.declared.platform or 'cpu')}"
+        else:
+            how = f"the global program, unpartitioned{' on one device' * side.one_device}"
+        lines.append(f"{which} {side.label}: {how}")
+    return lines

@@ -286,10 +286,10 @@ def test_gspmd_markers_pass_when_partitioning_is_on():
     (shards,) = exe.execute_sharded_on_local_devices(
         [[backend.buffer_from_pyval(x[4 * i:4 * i + 4], d) for i, d in enumerate(devices)]])
     np.testing.assert_array_equal(np.concatenate([s.to_py() for s in shards]), -(x * x))
-    # on one device, the markers have no partitioner to read them
+    # compiled for one partition, the markers have no partitioner to read them
     with pytest.raises(hg.UnsupportedError, match="GSPMD's marker, which XLA's SPMD "
                                                   "partitioner handles"):
-        hg.compile(hg.load(GSPMD))
+        backend.compile(GSPMD, xc.CompileOptions())
     with pytest.raises(hg.UnsupportedError, match="it needs an mhlo.sharding attribute"):
         backend.compile(GSPMD.replace(' {mhlo.sharding = "{manual}"} : (tensor<8x4xf32>)',
                                       " : (tensor<8x4xf32>)"), options)

@@ -29,8 +29,9 @@ XLA's options themselves are checked and typed by hlogen.runtime.xla_options (wh
 """
 from hlogen.differential.bisection import (EVERY_PASS, STAGES, Verdict, bisect, options_disabling,
                                            search)
-from hlogen.differential.comparison import (HLO_ROUTE, Comparison, Iteration, Side, compare,
-                                            leaf_names, run_on, through_hlo)
+from hlogen.differential.comparison import (HLO_ROUTE, ONE_DEVICE, Comparison, Iteration, Side,
+                                            compare, leaf_names, parse_route, run_on,
+                                            through_hlo)
 from hlogen.differential.hlo_passes import PassLog, parse_log, passes_that_ran
 from hlogen.differential.inputs import Need, constraints, random_inputs, zero_inputs
 from hlogen.differential.isolated import IsolatedRunner
@@ -43,6 +44,7 @@ __all__ = [
     "Tolerance", "compare_arrays", "ResultReport", "Difference", "ulp_distance", "json_value",
     "random_inputs", "zero_inputs", "constraints", "Need",
     "compare", "run_on", "through_hlo", "leaf_names", "Side", "Comparison", "Iteration", "HLO_ROUTE",
+    "ONE_DEVICE", "parse_route",
     "passes_that_ran", "parse_log", "PassLog",
     "bisect", "search", "options_disabling", "Verdict", "STAGES", "EVERY_PASS",
     "IsolatedRunner",

@@ -23,7 +23,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 
-from hlogen import backends
+from hlogen import backends, sharding
 from hlogen.computation import Computation
 from hlogen.differential.comparison import Side
 from hlogen.differential.hlo_passes import passes_that_ran
@@ -36,6 +36,11 @@ from hlogen.runtime import xla_options as options_of
 EVERY_PASS = "*"  # in a set of disabled passes: every HLO pass (xla_disable_all_hlo_passes)
 # passes the search never disables: XLA CPU ends the process without them (jaxlib 0.10.2)
 ESSENTIAL = frozenset({"copy-insertion"})
+# XLA's passes that make a sharded module's partitions: without them a partitioned compile
+# fails (Shardy's markers reach code generation), so the search keeps them on a side
+# that runs partitioned, and says when what stays is the partitioned program itself
+PARTITIONER = frozenset({"shardy-xla", "spmd-partitioning", "sharding-propagation",
+                         "spmd-simplify", "sharding-remover"})
 
 # stage -> what it means
 STAGES = {
@@ -45,6 +50,9 @@ STAGES = {
     "pipeline": "a pipeline of HLO passes, in which no pass explains the divergence alone",
     "conversion-or-codegen": "it stays with every HLO pass disabled: the StableHLO-to-HLO "
                              "conversion or code generation",
+    "partitioned": "it stays with every HLO pass disabled but XLA's partitioner's: the "
+                   "partitioned program itself (what each partition computes, the order of "
+                   "its collectives' sums), its conversion or code generation",
     "unexplained": "disabling every HLO pass removes it, but no pass or pipeline the log "
                    "names does",
     "stopped": "the search was stopped before its end: what it had narrowed so far",
@@ -111,26 +119,31 @@ class Verdict:
 
 
 def search(passes: Sequence[str], diverges: Callable[[frozenset], bool],
-           pipelines: dict | None = None, interrupted_by: tuple = ()) -> Verdict:
+           pipelines: dict | None = None, interrupted_by: tuple = (),
+           kept: frozenset = frozenset()) -> Verdict:
     """The stage and passes that explain a divergence; `diverges(disabled)` says whether
     it remains with the passes of the frozenset `disabled` disabled (EVERY_PASS: all),
     and is called once per distinct set; `pipelines` (name -> passes in it) are tried,
     smallest first, only where no set of real passes explains it. An exception of
     `interrupted_by` (such as KeyboardInterrupt) ends the search early: the verdict is
     then "stopped", with what the calls so far narrowed (its `interrupted` holds the
-    exception, for the caller to raise again once it has said the verdict)."""
+    exception, for the caller to raise again once it has said the verdict). `kept`:
+    passes never disabled, besides ESSENTIAL (PARTITIONER, for a partitioned side: every
+    pass disabled is then every other one)."""
     asked: dict = {}
     try:
-        return _search(passes, diverges, pipelines, asked)
+        return _search(passes, diverges, pipelines, asked, kept)
     except tuple(interrupted_by) as e:
-        return _narrowed(asked, passes, e)
+        return _narrowed(asked, passes, e, kept)
 
 
-def _narrowed(asked: dict, passes: Sequence[str], interrupted: BaseException) -> Verdict:
+def _narrowed(asked: dict, passes: Sequence[str], interrupted: BaseException,
+              kept: frozenset = frozenset()) -> Verdict:
     """The verdict of a search stopped after the calls `asked` (disabled -> whether that
     removes the divergence): the passes that alone remove it, else the smallest set of
     passes known to, else what is known."""
-    candidates = [p for p in dict.fromkeys(passes) if p not in ESSENTIAL and p != EVERY_PASS]
+    candidates = [p for p in dict.fromkeys(passes)
+                  if p not in ESSENTIAL and p not in kept and p != EVERY_PASS]
     fixing = [d for d, fixes in asked.items() if fixes and d and d <= set(candidates)]
     alone = sorted(p for d in fixing if len(d) == 1 for p in d)
     found = alone or (sorted(min(fixing, key=len)) if fixing else [])
@@ -148,7 +161,7 @@ def _narrowed(asked: dict, passes: Sequence[str], interrupted: BaseException) ->
     return verdict
 
 
-def _search(passes, diverges, pipelines, asked: dict) -> Verdict:
+def _search(passes, diverges, pipelines, asked: dict, kept: frozenset = frozenset()) -> Verdict:
 
     def fixes(disabled) -> bool:
         disabled = frozenset(disabled)
@@ -156,7 +169,8 @@ def _search(passes, diverges, pipelines, asked: dict) -> Verdict:
             asked[disabled] = not diverges(disabled)
         return asked[disabled]
 
-    candidates = [p for p in dict.fromkeys(passes) if p not in ESSENTIAL and p != EVERY_PASS]
+    candidates = [p for p in dict.fromkeys(passes)
+                  if p not in ESSENTIAL and p not in kept and p != EVERY_PASS]
 
     def verdict(stage: str, found: list) -> Verdict:
         return Verdict(stage, list(found), len(asked), len(candidates))
@@ -176,6 +190,8 @@ def _search(passes, diverges, pipelines, asked: dict) -> Verdict:
             singles += found
             rest = [p for p in rest if p not in found]
         return verdict("hlo-pass", singles)
+    if kept:  # every pass but those kept was disabled above (`candidates`)
+        return verdict("partitioned", [])
     if not fixes({EVERY_PASS}):
         return verdict("conversion-or-codegen", [])
     for name in sorted(pipelines or {}, key=lambda n: len(pipelines[n])):
@@ -251,7 +267,10 @@ def bisect(computation: Computation, inputs=None, test=backends.CPU.name,
             return len(got) != len(want) or \
                 not all(compare_arrays(g, w, tolerance).ok for g, w in zip(got, want))
 
-        found = search(log.passes, diverges, log.pipelines, interrupted_by)
+        # a side that runs a sharded module partitioned keeps XLA's partitioner
+        partitioned = not test_side.one_device and sharding.of_module(module.module) is not None
+        found = search(log.passes, diverges, log.pipelines, interrupted_by,
+                       PARTITIONER if partitioned else frozenset())
     found.test, found.reference, found.notes = test_side.label, reference_side.label, notes
     if found.stage in ("hlo-pass", "hlo-passes", "pipeline", "stopped") and found.passes:
         disabled = found.passes[:1] if found.stage == "hlo-pass" or found.alone \

@@ -5,7 +5,9 @@
 computation for this package. A side of a comparison is a backend (a name hlogen.backends
 declares: "cpu", "gpu", "interpret", a plugin), its XLA options, and the route the module
 takes: as it is, or through HLO ("hlo:cpu": StableHLO -> an HLO module, as XLA
-compiles it -> StableHLO again, as `hlo-translate` then `run_hlo_module` do).
+compiles it -> StableHLO again, as `hlo-translate` then `run_hlo_module` do); for a
+sharded module, also as its global program on one device ("cpu:one-device": the
+partitioner under test when the other side runs it partitioned, hlogen.sharding).
 """
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ import time
 
 import numpy as np
 
-from hlogen import backends, loading, native
+from hlogen import backends, loading, native, sharding
 from hlogen import types as T
 from hlogen.computation import Computation
 from hlogen.differential.inputs import random_inputs
@@ -23,9 +25,18 @@ from hlogen.differential.near import ResultReport, Tolerance, compare_arrays
 from hlogen.errors import InputError, UnsupportedError
 from hlogen.runtime import compile as compile_for
 from hlogen.runtime import xla_options as options_of
-from hlogen.runtime.execution import prepare
+from hlogen.runtime.execution import prepare_as_compiled
 
 HLO_ROUTE = "hlo:"  # a side's prefix: the module goes through HLO before it runs
+ONE_DEVICE = ":one-device"  # a side's suffix: a sharded module's global program, unpartitioned
+
+
+def parse_route(spec: str) -> tuple[str, bool, bool]:
+    """A side as named ("hlo:cpu:one-device") -> (backend name, through HLO, one device)."""
+    through = spec.startswith(HLO_ROUTE)
+    spec = spec[len(HLO_ROUTE):] if through else spec
+    one_device = spec.endswith(ONE_DEVICE)
+    return (spec[:-len(ONE_DEVICE)] if one_device else spec), through, one_device
 
 
 def run_on(backend: str, computation: Computation, inputs, xla_options=None) -> list:
@@ -45,7 +56,7 @@ def through_hlo(computation: Computation) -> Computation:
            for s in computation.parameter_shapes + computation.result_shapes):
         raise InputError(f"{computation.name}: the route through HLO takes modules without "
                          f"tuple parameters or results")
-    prepared = prepare(computation, backends.CPU).computation
+    prepared = prepare_as_compiled(computation, backends.CPU).computation
     try:
         proto = native.call("stablehlo_to_hlo", prepared.to_bytecode())
     except Exception as e:  # jaxlib's errors
@@ -62,6 +73,7 @@ class Side:
 
     declared: backends.Backend  # with its XLA options
     through_hlo: bool = False
+    one_device: bool = False  # a sharded module's global program (hlogen.sharding)
 
     @property
     def backend(self) -> str:
@@ -81,31 +93,36 @@ class Side:
             library = spec.declared.library
             merged = dict(spec.xla_options) | dict(options_of.check(xla_options, library))
             return cls(_under(backends.get(spec.backend), options_of.check(merged, library)),
-                       spec.through_hlo)
+                       spec.through_hlo, spec.one_device)
         if isinstance(spec, backends.Backend):
             return cls(_under(spec, options_of.check(xla_options, spec.library)))
         if not isinstance(spec, str):
             raise InputError(f"a side is a backend name or a Side, got {spec!r}")
-        through = spec.startswith(HLO_ROUTE)
-        backend = spec[len(HLO_ROUTE):] if through else spec
+        backend, through, one_device = parse_route(spec)
         try:
             declared = backends.get(backend)  # a PJRT plugin's name finds it
         except InputError:
             raise InputError(f"no backend named {backend!r}; the backends are "
                              f"{', '.join(backends.names())}, each also as {HLO_ROUTE}NAME "
-                             f"(through HLO)") from None
-        return cls(_under(declared, options_of.check(xla_options, declared.library)), through)
+                             f"(through HLO) and NAME{ONE_DEVICE} (a sharded module's global "
+                             f"program)") from None
+        return cls(_under(declared, options_of.check(xla_options, declared.library)), through,
+                   one_device)
 
     def __repr__(self) -> str:
         return f"Side({self.label!r})"
 
     @property
     def label(self) -> str:
-        name = (HLO_ROUTE if self.through_hlo else "") + self.backend
+        name = (HLO_ROUTE if self.through_hlo else "") + self.backend + \
+            (ONE_DEVICE if self.one_device else "")
         return f"{name} ({options_of.text(self.xla_options)})" if self.xla_options else name
 
     def module(self, computation: Computation) -> Computation:
-        """The module this side runs of `computation` (through HLO, or the same)."""
+        """The module this side runs of `computation` (its global program, through HLO,
+        or the same)."""
+        if self.one_device:
+            computation = sharding.global_program(computation)
         return through_hlo(computation) if self.through_hlo else computation
 
     def run(self, module: Computation, inputs) -> list:
@@ -115,6 +132,7 @@ class Side:
 
     def to_json(self) -> dict:
         return {"backend": self.backend, "through_hlo": self.through_hlo,
+                **({"one_device": True} if self.one_device else {}),
                 "xla_options": dict(self.xla_options)}
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import shlex
 
-from hlogen.differential.comparison import HLO_ROUTE, Side
+from hlogen.differential.comparison import HLO_ROUTE, ONE_DEVICE, Side
 from hlogen.differential.near import Tolerance
 from hlogen.runtime import xla_options as options_of
 
@@ -40,8 +40,9 @@ def command_line(command: str, module: str, *, test: Side | None = None,
 
 def route(side: Side) -> str:
     """A side as --test and --reference name it: its backend, after `hlo:` when the
-    module goes through XLA's HLO."""
-    return (HLO_ROUTE if side.through_hlo else "") + side.backend
+    module goes through XLA's HLO, before `:one-device` for a global program."""
+    return (HLO_ROUTE if side.through_hlo else "") + side.backend + \
+        (ONE_DEVICE if side.one_device else "")
 
 
 def tolerance_words(t: Tolerance) -> list:

@@ -25,7 +25,7 @@ from hlogen.differential.near import Tolerance, compare_arrays, flushed_to_zero,
 from hlogen.errors import HlogenError, InputError, UnsupportedError
 from hlogen.fuzz.findings import Finding, Signature
 from hlogen.mlir import constant_of
-from hlogen.runtime.execution import prepare
+from hlogen.runtime.execution import prepare_as_compiled
 
 # ops a finding's op list leaves out: whether a value is a constant or a parameter is
 # incidental
@@ -82,7 +82,7 @@ class Triage:
         skipped (a string)."""
         for side in self.sides:
             try:
-                prepare(side.module(program), backends.get(side.backend))
+                prepare_as_compiled(side.module(program), backends.get(side.backend))
             except UnsupportedError:
                 return "refused by hlogen's preflight"
             except HlogenError:

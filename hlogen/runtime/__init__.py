@@ -7,7 +7,7 @@ import importlib
 from hlogen import backends
 from hlogen.backends import Kind
 from hlogen.computation import Computation
-from hlogen.errors import HlogenError, UnsupportedError
+from hlogen.errors import HlogenError
 from hlogen.ops.collectives import MAX_REPLICAS
 from hlogen.runtime import plugins
 from hlogen.runtime import readers  # fills hlogen.native (HLO, jax exports)
@@ -19,7 +19,7 @@ load_plugin = plugins.load_plugin
 
 # The compilers: each kind of backend (hlogen.backends.Kind) -> the runtime module that
 # compiles for it, with `compile(computation, backend, disk_cache, num_replicas,
-# xla_options)` giving an hlogen.runtime.executable.Executable and `available(backend)`.
+# xla_options, num_partitions)` giving an hlogen.runtime.executable.Executable and `available(backend)`.
 # Imported when first asked (start-up time: PJRT's starts jax). A new compiler is one
 # module, one declaration in hlogen.backends and one row here.
 COMPILERS = {
@@ -34,7 +34,7 @@ def compiler(backend):
     return importlib.import_module(COMPILERS[DEFAULT_KIND if backend is None else backend.kind])
 
 
-def compile(computation, backend=None, num_replicas=1, num_partitions=1, xla_options=None):
+def compile(computation, backend=None, num_replicas=1, num_partitions=None, xla_options=None):
     """An executable of `computation` on `backend`: a name that hlogen.backends declares
     ("cpu", "gpu", "interpret": the reference interpreter, each PJRT plugin installed or
     loaded with `load_plugin`: hlogen.runtime.plugins), a Backend, or None for jax's
@@ -51,6 +51,12 @@ def compile(computation, backend=None, num_replicas=1, num_partitions=1, xla_opt
     `num_replicas=N` runs N replicas, one per device (on the CPU, hlogen starts the
     backend with enough devices: see pjrt.client); run them with
     `.run_replicated([[args of replica 0], [args of replica 1], ...])`.
+
+    A sharded module (jax's Shardy or GSPMD text, a sharded jax.export: hlogen.sharding)
+    runs on XLA partitioned as it says, one device per partition: the executable takes and
+    returns global arrays. `num_partitions=N` asserts (or, for shardings without a count,
+    supplies) the count; `hg.global_program(computation)` is the unpartitioned program,
+    for one device; the interpreter runs that.
     """
     if not isinstance(computation, Computation):
         raise HlogenError(f"compile takes a Computation, got {type(computation).__name__}")
@@ -58,12 +64,13 @@ def compile(computation, backend=None, num_replicas=1, num_partitions=1, xla_opt
     if type(num_replicas) is not int or not 1 <= num_replicas <= MAX_REPLICAS:
         raise HlogenError(f"num_replicas must be a positive int (at most {MAX_REPLICAS}), got "
                           f"{num_replicas!r}")
-    if num_partitions != 1:
-        raise UnsupportedError(f"num_partitions={num_partitions}: hlogen runs replicas, "
-                               f"one partition each (SPMD partitioning is not supported)")
+    if num_partitions is not None and (type(num_partitions) is not int or
+                                       not 1 <= num_partitions <= MAX_REPLICAS):
+        raise HlogenError(f"num_partitions must be a positive int (at most {MAX_REPLICAS}) or "
+                          f"None (as the module says), got {num_partitions!r}")
     options = _xla_options.check(xla_options, declared and declared.library)
     return compiler(declared).compile(computation, declared, num_replicas=num_replicas,
-                                      xla_options=options)
+                                      xla_options=options, num_partitions=num_partitions)
 
 
 def available(backend) -> bool:

@@ -29,6 +29,7 @@ from __future__ import annotations
 import ctypes
 import os
 import threading
+import typing
 
 import jax  # initializes jax's config and backends
 import jaxlib
@@ -37,6 +38,7 @@ import jaxlib._jax as _jax
 import numpy as np
 from jax._src import config as _config
 from jax._src import core as _core
+from jax._src import sharding_impls as _sharding_impls
 from jax._src import tree_util as _tree_util
 from jax._src import xla_bridge as _xla_bridge
 from jax._src.interpreters import pxla as _pxla
@@ -150,10 +152,24 @@ def replicated_sharding(devices: list):
     return NamedSharding(Mesh(devices, ("replica",)), PartitionSpec())
 
 
-def _options(devices, xla_options: tuple = ()) -> "xla_client.CompileOptions":
+def _options(devices, xla_options: tuple = (), spmd=None) -> "xla_client.CompileOptions":
     options = xla_client.CompileOptions()
     # XLA's DebugOptions fields by name (hlogen.runtime.xla_options checked them)
     options.env_option_overrides = list(xla_options)
+    if spmd is not None:  # one replica, one partition per device (partition p on devices[p])
+        options.num_replicas, options.num_partitions = 1, len(devices)
+        build = options.executable_build_options
+        # as jax does (pxla.create_compile_options): the partitioner of the module's form
+        # (Shardy's ignores GSPMD's strings: it runs every value replicated)
+        build.use_spmd_partitioning = True
+        build.use_shardy_partitioner = spmd.shardy
+        # XLA chooses the sharding of a value the module leaves unsharded (else it makes
+        # it replicated: the same values, after an all-gather jax does not do)
+        build.allow_spmd_sharding_propagation_to_parameters = list(spmd.propagate_parameters)
+        build.allow_spmd_sharding_propagation_to_output = list(spmd.propagate_results)
+        options.device_assignment = xla_client.DeviceAssignment.create(
+            np.array([[d.id for d in devices]]))
+        return options
     if len(devices) > 1:  # one replica per device, in the order given
         options.num_replicas = len(devices)
         options.device_assignment = xla_client.DeviceAssignment.create(
@@ -176,14 +192,16 @@ def grid_options(num_replicas: int, num_partitions: int, devices: list):
     return options
 
 
-def compile(client, code: bytes, devices: list, options=None, xla_options: tuple = ()):
+def compile(client, code: bytes, devices: list, options=None, xla_options: tuple = (),
+            spmd=None):
     """A LoadedExecutable of StableHLO `code` (text or bytecode): one replica per device,
-    compiled with `xla_options` (XLA's DebugOptions fields by name), or as `options` (an
-    xla_client.CompileOptions) say."""
+    or with `spmd` (a Spmd) one partition per device, compiled with `xla_options` (XLA's
+    DebugOptions fields by name), or as `options` (an xla_client.CompileOptions) say."""
     if _LAPACK_TARGET in code and is_jaxlib_cpu(client):
         _initialize_lapack()
     return client.compile_and_load(code, xla_client.DeviceList(tuple(devices)),
-                                   _options(devices, xla_options) if options is None else options)
+                                   _options(devices, xla_options, spmd) if options is None
+                                   else options)
 
 
 # jaxlib's LAPACK targets are named lapack_<type><routine>_ffi; a module that names one
@@ -241,12 +259,14 @@ def exported_parts(data: bytes) -> dict:
     }
 
 
-def compile_options_key(devices: list, xla_options: tuple = (), identity: str = "") -> str:
+def compile_options_key(devices: list, xla_options: tuple = (), identity: str = "",
+                        spmd=None) -> str:
     """What the compile options are, for the key of the persistent cache (XLA_FLAGS too:
     it changes what XLA compiles), and whose XLA compiles: `identity`, a PJRT plugin's
     (Backend.identity_key; "" for jaxlib's own)."""
-    options = _options(devices)
+    options = _options(devices, spmd=spmd)
     return (f"replicas={options.num_replicas},partitions={options.num_partitions},"
+            + (f"spmd={spmd}," if spmd else "") +
             f"devices={[d.id for d in devices] if len(devices) > 1 else ''},"
             f"xla_options={list(xla_options)},XLA_FLAGS={os.environ.get('XLA_FLAGS', '')}"
             + (f",plugin={identity}" if identity else ""))
@@ -261,13 +281,13 @@ def serialize(loaded) -> bytes:
     return loaded.client.serialize_executable(loaded)
 
 
-def deserialize(client, data: bytes, devices: list, xla_options: tuple = ()):
+def deserialize(client, data: bytes, devices: list, xla_options: tuple = (), spmd=None):
     """A LoadedExecutable from `serialize`'s bytes. Only for bytes this process can trust:
     XLA's loader is not hardened against corrupt input (the cache checks a digest first)."""
     if _LAPACK_TARGET in data and is_jaxlib_cpu(client):  # as for compile: a cached
         _initialize_lapack()  # executable calls the kernels as well (without them, SIGSEGV)
     return client.deserialize_executable(data, xla_client.DeviceList(tuple(devices)),
-                                         _options(devices, xla_options))
+                                         _options(devices, xla_options, spmd))
 
 
 def optimized_hlo(loaded) -> str:
@@ -388,3 +408,85 @@ def fast_path_data(loaded, placements_in, placements_out, result):
 
 def is_device_array(value) -> bool:
     return isinstance(value, jax.Array)
+
+
+# -- partitioned (SPMD) executables ------------------------------------------------------
+
+class Spmd(typing.NamedTuple):
+    """How a module is compiled for partitions (one per device): per parameter and per
+    result, whether XLA chooses its sharding (True where the module gives it none), and
+    which partitioner reads its annotations (Shardy's for sdy, GSPMD's for mhlo.sharding:
+    Shardy's ignores GSPMD's strings, and runs such a module replicated)."""
+    propagate_parameters: tuple
+    propagate_results: tuple
+    shardy: bool
+
+
+def compiled_shardings(loaded) -> tuple[list, list]:
+    """The OpSharding of each parameter and result, as XLA compiled `loaded`."""
+    return list(loaded.get_parameter_shardings() or []), list(loaded.get_output_shardings() or [])
+
+
+def sharding_text(op_sharding) -> str:
+    return str(xla_client.HloSharding.from_proto(op_sharding))
+
+
+class ShardedPlacement:
+    """How a global array of one shape is cut into the shards of a partitioned executable
+    (by the sharding XLA compiled it with, jax's own cut) and put back together: each
+    element from the first device that holds it, the devices holding copies of the same
+    slice (a replicated dimension) compared with it byte for byte."""
+
+    def __init__(self, shape_dims, dtype, devices: list, op_sharding):
+        self.aval = _core.ShapedArray(tuple(shape_dims), dtype)
+        self.shape, self.dtype = tuple(shape_dims), np.dtype(dtype)
+        self.sharding = _sharding_impls.GSPMDSharding(devices, op_sharding)
+        self.text = sharding_text(op_sharding)
+        first: dict = {}  # the slice a device holds -> the first device holding it
+        self._slot = {}  # device -> (its slice, the device it copies, or None)
+        for device, index in self.sharding.devices_indices_map(self.shape).items():
+            key = tuple((s.start, s.stop, s.step) for s in index)
+            self._slot[device] = (index, first.setdefault(key, device) if key in first else None)
+            first.setdefault(key, device)
+        self.replicated = all(copy is not None for _, copy in list(self._slot.values())[1:]) \
+            and len(self._slot) > 1
+
+    def put(self, array):
+        """A global numpy array -> one jax Array of its shards, one per device."""
+        return jax.device_put(array, self.sharding)
+
+    def join(self, per_device: list):
+        """One array per device (as execute gives them) -> the global jax Array."""
+        return jax.make_array_from_single_device_arrays(self.shape, self.sharding, per_device)
+
+    def get(self, array) -> tuple[np.ndarray, tuple | None]:
+        """The global numpy array of jax Array `array`, and (device, device) of two copies
+        of one slice that differ, or None."""
+        shards = array.addressable_shards
+        if len(shards) == 1:
+            return np.asarray(shards[0].data), None
+        out = None if self.replicated else np.empty(self.shape, self.dtype)
+        held, differ = {}, None
+        for shard in shards:
+            index, copies = self._slot[shard.device]
+            data = np.asarray(shard.data)
+            if copies is None:
+                held[shard.device] = data
+                if out is None:
+                    out = np.array(data)
+                else:
+                    out[index] = data
+            elif differ is None and not _same_bytes(data, held[copies]):
+                differ = (copies, shard.device)
+        return out, differ
+
+
+def _same_bytes(a: np.ndarray, b: np.ndarray) -> bool:
+    return np.array_equal(np.ascontiguousarray(a).reshape(-1).view(np.uint8),
+                          np.ascontiguousarray(b).reshape(-1).view(np.uint8))
+
+
+def execute_partitioned(loaded, device_arrays: list, placements_out: list) -> list:
+    """Runs a partitioned `loaded` on global jax Arrays; one global jax Array per result."""
+    results = loaded.execute_sharded(device_arrays).disassemble_into_single_device_arrays()
+    return [p.join(per_device) for p, per_device in zip(placements_out, results)]

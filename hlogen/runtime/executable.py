@@ -36,6 +36,10 @@ class Executable(Protocol):
     def run_replicated(self, per_replica_args) -> list:
         """One result per replica of this process; one list of arguments per replica."""
 
+    def how_it_runs(self) -> str:
+        """How it runs a sharded module (hlogen.sharding), in one line: "sharded: 1 replica
+        x 8 partitions on 8 cpu devices", or its global program's words; "" for others."""
+
     def refusal(self, what: str) -> str | None:
         """Why it does not give `what` ("optimized HLO", "a cost analysis", "a memory
         analysis", "serialization"), or None where it may (its compiler may still fail)."""

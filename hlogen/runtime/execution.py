@@ -22,7 +22,7 @@ import enum
 
 import numpy as np
 
-from hlogen import dynamism, mlir, ops, passes, preflight, rewrites
+from hlogen import dynamism, mlir, ops, passes, preflight, rewrites, sharding
 from hlogen import types as T
 from hlogen.backends import Backend
 from hlogen.builder import Builder, Op
@@ -117,7 +117,7 @@ def prepare(computation: Computation, backend: Backend, num_replicas: int = 1,
     """The module `backend` runs: checked (hlogen.preflight, including its collectives
     against `num_replicas`), legalized, rewritten as the backend's declaration lists
     (hlogen.rewrites), then checked for what the backend refuses. `num_partitions` above
-    1 is for XLA's SPMD partitioner (hlogen.xla_client)."""
+    1 is for XLA's SPMD partitioner (hlogen.sharding's modules, hlogen.xla_client)."""
     where = computation.source or computation.name
     preflight.check_module(computation.module, where)
     left = passes.unbounded(computation.module, cached=True, source=computation.source)
@@ -149,6 +149,15 @@ def prepare(computation: Computation, backend: Backend, num_replicas: int = 1,
         legal = _wrap(legal, read)
     preflight.check_backend(legal.module, backend, where, num_replicas)
     return Prepared(legal, computation.result_shapes, read, cut)
+
+
+def prepare_as_compiled(computation: Computation, backend: Backend) -> Prepared:
+    """What compiling `computation` for `backend` prepares: a sharded module (hlogen.sharding)
+    for its partitions where XLA compiles, its global program elsewhere (the interpreter)."""
+    found = sharding.of_module(computation.module)
+    if found is not None and not backend.compiles:
+        return prepare(sharding.global_program(computation, backend.words), backend)
+    return prepare(computation, backend, num_partitions=found.num_partitions if found else 1)
 
 
 def _wrap(entry: Computation, read: list[Reading]) -> Computation:

@@ -31,8 +31,7 @@ def compile(computation: Computation, backend, num_replicas: int, num_partitions
         if type(n) is not int or n < 1:
             raise HlogenError(f"{name} must be a positive int, got {n!r}")
     if not declared.compiles:
-        return interpreter.compile(computation, declared, num_replicas=num_replicas,
-                                   num_partitions=num_partitions)
+        return interpreter.Interpreted(computation, declared, num_replicas, num_partitions)
     return GridExecutable(computation, declared, num_replicas, num_partitions)
 
 

@@ -23,7 +23,7 @@ import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
-from hlogen import mlir
+from hlogen import mlir, sharding
 from hlogen import types as T
 from hlogen.backends import Backend
 from hlogen.computation import Computation
@@ -44,16 +44,23 @@ def available(backend: Backend) -> bool:
 
 
 def compile(computation: Computation, backend: Backend, disk_cache=None, num_replicas: int = 1,
-            xla_options: tuple = (), num_partitions: int = 1) -> "Interpreted":
+            xla_options: tuple = (), num_partitions: int | None = None) -> "Interpreted":
     """The interpreter's executable of `computation` (hlogen.runtime's table row): it takes
-    no XLA options, and has no disk cache (`disk_cache` is not read). With
-    `num_partitions`, `computation` is the program of each of num_replicas x
-    num_partitions processes (run_replicated takes and gives them in process order,
-    replica r's partition p at r * num_partitions + p)."""
+    no XLA options, and has no disk cache (`disk_cache` is not read). A sharded module
+    runs as its global program (hlogen.sharding: the annotations dropped do not change
+    what it computes); `num_partitions` is checked against what the module says. (A
+    per-process program on replicas x partitions: hlogen.runtime.grid, which makes an
+    Interpreted of its grid.)"""
     if xla_options:
         raise UnsupportedError(f"the reference interpreter takes no XLA options (given "
                                f"{_xla_options.text(xla_options)})")
-    return Interpreted(computation, backend, num_replicas, num_partitions)
+    where = computation.source or computation.name
+    partitioning = sharding.partitions_to_compile(computation.module, num_partitions, where)
+    if partitioning is not None:
+        computation = sharding.global_program(computation, "the reference interpreter")
+    exe = Interpreted(computation, backend, num_replicas)
+    exe.partitioning = partitioning
+    return exe
 
 
 class Interpreted:
@@ -78,8 +85,16 @@ class Interpreted:
         self.compile_seconds = time.perf_counter() - start
         self._params = T.leaf_shapes(computation.parameter_shapes)
 
+    partitioning = None  # hlogen.sharding.Partitioning of the sharded module it was given
+
     def refusal(self, what: str) -> str | None:
         return f"{self.declaration.words} compiles nothing: it gives no {what}"
+
+    def how_it_runs(self) -> str:
+        if self.partitioning is None:
+            return ""
+        return (f"the global program of a module sharded {self.partitioning.num_partitions} "
+                f"ways, unpartitioned (its sharding annotations dropped)")
 
     def __repr__(self) -> str:
         replicas = f" x {self.num_replicas} replicas" if self.num_replicas > 1 else ""

@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 
-from hlogen import backends, dynamism
+from hlogen import backends, dynamism, sharding
 from hlogen import types as T
 from hlogen.backends import Backend
 from hlogen.computation import Computation
@@ -70,9 +70,9 @@ def declaration(pjrt) -> Backend:
     return backends.get(_jaxlib.plugin_name(pjrt) or pjrt.platform)
 
 
-def replica_devices(pjrt, num_replicas: int, backend: Backend) -> list:
-    """The device of each replica: the first local devices of each process in turn,
-    the same number per process (so that replicas span every process)."""
+def replica_devices(pjrt, num_replicas: int, backend: Backend, what: str = "replicas") -> list:
+    """The device of each replica (or partition, `what`): the first local devices of each
+    process in turn, the same number per process (so that replicas span every process)."""
     by_process: dict = {}
     for d in sorted(pjrt.devices(), key=lambda d: (d.process_index, d.id)):
         by_process.setdefault(d.process_index, []).append(d)
@@ -83,22 +83,27 @@ def replica_devices(pjrt, num_replicas: int, backend: Backend) -> list:
     per_process = num_replicas // processes
     have = min(len(ds) for ds in by_process.values())
     if per_process > have:
-        raise UnsupportedError(_too_few_devices(pjrt, num_replicas, have * processes, backend))
+        raise UnsupportedError(_too_few_devices(pjrt, num_replicas, have * processes, backend,
+                                                what))
     return [d for p in sorted(by_process) for d in by_process[p][:per_process]]
 
 
-def _too_few_devices(pjrt, num_replicas: int, have: int, backend: Backend) -> str:
+def _too_few_devices(pjrt, num_replicas: int, have: int, backend: Backend,
+                     what: str = "replicas") -> str:
+    count = f"num_{what}={num_replicas}"
     if backend.identity:  # a plugin: its devices are its own
-        return (f"num_replicas={num_replicas} needs {num_replicas} devices; {backend.words} "
-                f"has {have} (replica count above the devices available)")
-    message = (f"num_replicas={num_replicas} needs {num_replicas} {pjrt.platform} devices; "
-               f"{have} are available (replica count above the devices available)")
+        return (f"{count} needs {num_replicas} devices; {backend.words} "
+                f"has {have} ({what[:-1]} count above the devices available)")
+    message = (f"{count} needs {num_replicas} {pjrt.platform} devices; "
+               f"{have} are available ({what[:-1]} count above the devices available)")
     if _jaxlib.is_jaxlib_cpu(pjrt):
         chosen = _jaxlib.cpu_device_count_chosen()
         message += (f": the CPU backend had already started with {have} device(s), set by "
                     f"{chosen or 'hlogen (HLOGEN_CPU_DEVICES)'}; start it with more (e.g. "
-                    f"HLOGEN_CPU_DEVICES={num_replicas} in the environment) before the first "
-                    f"compile, or compile the replicated computation first")
+                    f"HLOGEN_CPU_DEVICES={num_replicas} in the environment, or "
+                    f"jax.config.update(\"jax_num_cpu_devices\", {num_replicas}) before jax's "
+                    f"first use) before the first compile, or compile the "
+                    f"{'partitioned' if what == 'partitions' else 'replicated'} computation first")
     return message
 
 
@@ -112,30 +117,42 @@ def available(backend: Backend) -> bool:
 
 
 def compile(computation: Computation, backend: Backend | str | None = None,
-            disk_cache=None, num_replicas: int = 1, xla_options: tuple = ()) -> "Executable":
+            disk_cache=None, num_replicas: int = 1, xla_options: tuple = (),
+            num_partitions: int | None = None) -> "Executable":
     """An Executable of `computation` on `backend` (a PJRT backend's declaration or its
     name; None for jax's default device). `disk_cache`: an ExecutableCache (hlogen.runtime.cache) to read
     and write serialized executables; the command line passes one, the library does not.
     `xla_options`: (name, value) pairs checked by hlogen.runtime.xla_options.check, on top
-    of the backend's own (Backend.with_options)."""
+    of the backend's own (Backend.with_options).
+
+    A sharded module (hlogen.sharding) is compiled for its partitions, partition p on
+    device p, with XLA's SPMD partitioner; `num_partitions` asserts or supplies their
+    count (None: as the module says)."""
     check_signature(computation)
     backend = None if backend is None else backends.get(backend)
     if backend is not None and not backend.compiles:
         raise HlogenError(f"pjrt.compile: {backend.name} is {backend.words}, not a PJRT "
                           f"backend (hg.compile runs every backend)")
-    pjrt = client(None if backend is None else backend.platform, num_replicas)
+    where = computation.source or computation.name
+    partitioning = sharding.partitions_to_compile(computation.module, num_partitions, where)
+    if partitioning is not None and (partitioning.num_replicas > 1 or num_replicas > 1):
+        raise UnsupportedError(f"{where}: {partitioning.words()}: hlogen runs one replica of "
+                               f"a partitioned module")
+    devices_needed = partitioning.num_partitions if partitioning else num_replicas
+    pjrt = client(None if backend is None else backend.platform, devices_needed)
     backend = backend or declaration(pjrt)
-    devices = [pjrt.local_devices()[0]] if num_replicas == 1 else \
-        replica_devices(pjrt, num_replicas, backend)
+    devices = [pjrt.local_devices()[0]] if devices_needed == 1 else \
+        replica_devices(pjrt, devices_needed, backend, "partitions" if partitioning else "replicas")
     xla_options = _xla_options.merged(backend.xla_options, xla_options)
     key = (computation.fingerprint, backend.name, backend.identity_key(),
-           tuple(d.id for d in devices), xla_options)  # (Executable.key)
+           tuple(d.id for d in devices), xla_options, partitioning)  # (Executable.key)
     with _cache_lock:
         found = _cache.get(key)
         if found is not None:
             _cache.move_to_end(key)
             return found
-    found = Executable(computation, backend, pjrt, devices, disk_cache, xla_options)  # compiles: outside the lock
+    found = Executable(computation, backend, pjrt, devices, disk_cache, xla_options,
+                       partitioning)  # compiles: outside the lock
     with _cache_lock:
         found = _cache.setdefault(key, found)
         while len(_cache) > _CACHE_KEPT:
@@ -148,23 +165,29 @@ class Executable:
     (hlogen.runtime.executable.Executable, and XLA's analyses of it)."""
 
     def __init__(self, computation: Computation, backend: Backend, pjrt, devices: list,
-                 disk_cache=None, xla_options: tuple = ()):
+                 disk_cache=None, xla_options: tuple = (), partitioning=None):
         self.computation = computation
         self.declaration = backend
         self.backend = backend.name
         self.xla_options = xla_options  # what XLA compiled it with, besides XLA_FLAGS
-        self.devices = devices  # the device of each replica
+        # hlogen.sharding.Partitioning of a module compiled for its partitions, else None
+        self.partitioning = partitioning
+        self.num_partitions = partitioning.num_partitions if partitioning else 1
+        self.devices = devices  # the device of each replica (or partition)
         self.device = devices[0]
-        self.num_replicas = len(devices)
+        self.num_replicas = 1 if partitioning else len(devices)
         me = pjrt.process_index()
         # the replicas this process passes the inputs of and gets the results of
-        self.local_replicas = [r for r, d in enumerate(devices) if d.process_index == me]
+        self.local_replicas = [0] if partitioning else \
+            [r for r, d in enumerate(devices) if d.process_index == me]
         self.cache_outcome = "off"  # or "hit", "miss": what the disk cache did
+        self._spmd = _jaxlib.Spmd(*sharding.unsharded(computation.module),
+                                  shardy=partitioning.form == "Shardy") if partitioning else None
         # how the caches and compiled files key its compile options (whose XLA included)
         self.options_key = _jaxlib.compile_options_key(devices, xla_options,
-                                                       backend.identity_key())
+                                                       backend.identity_key(), self._spmd)
         self.key = (computation.fingerprint, backend.name, backend.identity_key(),
-                    tuple(d.id for d in devices), xla_options)  # as compile's cache
+                    tuple(d.id for d in devices), xla_options, partitioning)  # as compile's cache
         start = time.perf_counter()
         self._cut = None  # hlogen.dynamism.Cut: how results are cut to their runtime sizes
         if dynamism.present(computation.module, cached=True):
@@ -177,6 +200,20 @@ class Executable:
         flat_out = T.leaf_shapes(computation.result_shapes)
         self._one_plain_result = (len(computation.result_shapes) == 1 and
                                   not isinstance(computation.result_shapes[0], T.TupleShape))
+        self._gather = None  # a partitioned executable's results: global arrays from shards
+        if partitioning is not None:
+            if self._cut is not None:
+                raise UnsupportedError(f"{computation.name}: dynamic dimensions "
+                                       f"(set_dimension_size) run on one device")
+            ins, outs = _jaxlib.compiled_shardings(self._loaded)
+            self._in = [_jaxlib.ShardedPlacement(s.dimensions, s.dtype, devices, o)
+                        for s, o in zip(flat_in, ins)]
+            self._out = [_jaxlib.ShardedPlacement(s.dimensions, s.dtype, devices, o)
+                         for s, o in zip(flat_out, outs)]
+            self._gather = self._global_results
+            self._dispatch = (_jaxlib.fast_path(computation.name, self._run_and_describe)
+                              if len(flat_in) == len(computation.parameter_shapes) else self._run)
+            return
         if self.num_replicas > 1:
             if self._cut is not None:
                 raise UnsupportedError(f"{computation.name}: dynamic dimensions "
@@ -211,18 +248,20 @@ class Executable:
             payload = disk_cache.load(key, version)
             if payload is not None:
                 try:
-                    loaded = _jaxlib.deserialize(pjrt, payload, self.devices, self.xla_options)
+                    loaded = _jaxlib.deserialize(pjrt, payload, self.devices, self.xla_options,
+                                                 self._spmd)
                     self.cache_outcome = "hit"
                     return loaded
                 except _jaxlib.JaxRuntimeError:
                     pass  # written by an XLA that serializes differently: compile again
             self.cache_outcome = "miss"
         prepared = prepare(self.computation, self.declaration, self.num_replicas,
+                           num_partitions=self.num_partitions,
                            hlo_passes=not dict(self.xla_options).get("xla_disable_all_hlo_passes"))
         self._cut = prepared.cut
         try:
             loaded = _jaxlib.compile(pjrt, prepared.computation.to_bytecode(), self.devices,
-                                     xla_options=self.xla_options)
+                                     xla_options=self.xla_options, spmd=self._spmd)
         except _jaxlib.JaxRuntimeError as e:
             said = str(e)
             error = (UnsupportedError if said.startswith("UNIMPLEMENTED") else
@@ -286,9 +325,34 @@ class Executable:
             raw = self._dispatch(*args)
         finally:
             _swap_x64(previous)
+        if self._gather is not None:  # partitioned: shards put together
+            raw = self._gather(raw)
         if self._one_plain_result:
             return np.asarray(raw)
         return structure_results(self.computation.result_shapes, [np.asarray(r) for r in raw])
+
+    def _global_results(self, raw):
+        """A partitioned executable's results (global jax Arrays of shards) as global numpy
+        arrays; ExecutionError where two devices' copies of one slice differ."""
+        arrays = raw if isinstance(raw, (tuple, list)) else (raw,)
+        got = []
+        for i, (placement, array) in enumerate(zip(self._out, arrays)):
+            value, differ = placement.get(array)
+            if differ is not None:
+                raise ExecutionError(
+                    f"{self.computation.name}: result {i} is replicated over partitions "
+                    f"({placement.text}), and the copies on {differ[0]} and {differ[1]} differ: "
+                    f"XLA's partitioned program gave two answers (a bug of the partitioner's, "
+                    f"or of the backend's)")
+            got.append(value)
+        return got if isinstance(raw, (tuple, list)) else got[0]
+
+    def how_it_runs(self) -> str:
+        """One line: "sharded: 1 replica x 8 partitions on 8 cpu devices", for a
+        partitioned executable; "" otherwise."""
+        if self.partitioning is None:
+            return ""
+        return f"sharded: {self.partitioning.words(self.device.platform)}"
 
     def _refuse_plain_call(self, *args):
         raise replicated_call_error(self)
@@ -322,6 +386,8 @@ class Executable:
         arrays = flatten_arguments(self.computation, args)
         device_arrays = [p.put(a) for p, a in zip(self._in, arrays)]
         try:
+            if self.partitioning is not None:
+                return _jaxlib.execute_partitioned(self._loaded, device_arrays, self._out)
             if self._cut is not None:
                 raw = _jaxlib.execute(self._loaded, device_arrays,
                                       len(self._out) + self._cut.hidden)

@@ -50,6 +50,8 @@ def bisect_passes(file, function_name, sides, inputs, tolerance, json_path, seco
     from hlogen.differential.reproduce import command_line  # (start-up: it imports hlogen)
     from hlogen_cli import sides as setups  # (start-up: it imports hlogen)
     setup = setups.setup(file, function_name, inputs, sides, json_path)
+    for line in setups.how_sides_run(setup):
+        click.echo(line, err=True)
     arguments = setup.arguments if setup.arguments is not None else differential.random_inputs(
         setup.computation, seed=setup.seed, large_range=setup.choice.large_range)
     setup.save_arguments(arguments)

@@ -70,6 +70,8 @@ def compare_sides(file, function_name, sides, inputs, tolerance, iterations, sho
     from hlogen import differential
     from hlogen_cli import sides as setups  # (start-up: it imports hlogen)
     setup = setups.setup(file, function_name, inputs, sides, json_path)
+    for line in setups.how_sides_run(setup):
+        click.echo(line, err=True)
 
     def watch(which, side):
         isolation.status("run", backend=side.backend, side=which, label=side.label)

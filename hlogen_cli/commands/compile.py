@@ -9,8 +9,8 @@ import click
 
 from hlogen_cli import isolation
 from hlogen_cli.options import (backend_option, formats_in_help, function_option,
-                                no_cache_option, output_option, verbose_option,
-                                xla_flag_option)
+                                no_cache_option, output_option, sharding_options,
+                                verbose_option, xla_flag_option)
 from hlogen_cli.reporting import reports_errors
 
 
@@ -27,11 +27,13 @@ from hlogen_cli.reporting import reports_errors
 @click.option("--cost", is_flag=True, help="Print XLA's cost analysis: flops, bytes accessed, ...")
 @click.option("--memory", is_flag=True,
               help="Print XLA's memory analysis: arguments, outputs, temporaries, generated code.")
+@sharding_options
 @no_cache_option
 @verbose_option
 @reports_errors
 @formats_in_help
-def command(file, function_name, backend, xla_flags, output, hlo, cost, memory, no_cache, verbose):
+def command(file, function_name, backend, xla_flags, output, hlo, cost, memory, no_cache, verbose,
+            partitions, one_device):
     """Compile IN with XLA: its optimized HLO, a compiled file, its cost analysis.
 
     IN: a module ({formats}, recognized by content; - reads standard input) or a .py file
@@ -41,15 +43,17 @@ def command(file, function_name, backend, xla_flags, output, hlo, cost, memory, 
     isolation.in_child(compile_module,
                        {"file": file, "function_name": function_name, "backend": backend,
                         "output": output, "hlo": hlo, "cost": cost, "no_cache": no_cache,
-                        "verbose": verbose, "memory": memory, "xla_flags": xla_flags}, file)
+                        "verbose": verbose, "memory": memory, "xla_flags": xla_flags,
+                        "partitions": partitions, "one_device": one_device}, file)
 
 
 def compile_module(file: str, function_name: str | None, backend: str | None, output: str | None,
                    hlo: bool, cost: bool, no_cache: bool, verbose: bool, memory: bool = False,
-                   xla_flags: tuple = ()) -> None:
+                   xla_flags: tuple = (), partitions: int | None = None,
+                   one_device: bool = False) -> None:
     """In the child: XLA's optimized HLO, its cost analysis, a compiled file."""
     # here, not at the top: start-up (the parent imports no hlogen)
-    from hlogen import errors, files
+    from hlogen import errors, files, sharding
     from hlogen_cli import compiled as compiled_files, compiling, sources  # (start-up)
     xla = compiling.checked_xla_flags(xla_flags)
     compiling.compiling(backend)
@@ -59,8 +63,11 @@ def compile_module(file: str, function_name: str | None, backend: str | None, ou
     if from_file is not None:
         raise errors.InputError(f"{from_file.where}: compiled already (hlogen run runs it; "
                          f"hlogen compile takes a module or a .py file)")
+    comp = sharding.as_asked(comp, partitions, one_device)
     done = compiling.compiled(comp, backend, no_cache, xla_options=xla)
     exe = done.executable
+    if exe.how_it_runs():
+        click.echo(f"{exe.backend}: {exe.how_it_runs()}", err=True)
     if hlo:
         click.echo(exe.optimized_hlo().rstrip("\n"))
     if cost:

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import click
 
-from hlogen import drawing
+from hlogen import drawing, sharding
 from hlogen import graph as graphs
 from hlogen.files import Output
 from hlogen.runtime import xla_options
 from hlogen_cli import compiling, isolation, sources
 from hlogen_cli.options import (backend_option, function_option, output_option, refuse,
-                                xla_flag_option)
+                                sharding_options, xla_flag_option)
 from hlogen_cli.reporting import reports_errors
 
 
@@ -31,8 +31,9 @@ from hlogen_cli.reporting import reports_errors
 @output_option("The file to write; its suffix picks the form: .dot (Graphviz's text), "
                ".svg (needs Graphviz's dot), .html (one page that opens offline).",
                metavar="OUT.{dot,svg,html}", required=True)
+@sharding_options
 @reports_errors
-def command(file, function_name, optimized, backend, xla_flags, output):
+def command(file, function_name, optimized, backend, xla_flags, output, partitions, one_device):
     """Draw a module as a graph: DOT, SVG or one HTML page.
 
     IN is StableHLO in any form hg.load reads (- reads standard input), or a .py file
@@ -44,26 +45,34 @@ def command(file, function_name, optimized, backend, xla_flags, output):
              "--xla-flag sets options of XLA's compile: it goes with --optimized"),
             (backend is not None and not optimized,
              f"--backend {backend} chooses where XLA compiles: it goes with --optimized (the "
-             f"module as written is drawn without a backend)")])
+             f"module as written is drawn without a backend)"),
+            ((partitions is not None or one_device) and not optimized,
+             "--partitions and --one-device say how XLA compiles a sharded module: they go "
+             "with --optimized")])
     if optimized:
         isolation.in_child(draw_optimized,
                            {"file": file, "function_name": function_name, "backend": backend,
-                            "output": output, "xla_flags": xla_flags}, file)
+                            "output": output, "xla_flags": xla_flags,
+                            "partitions": partitions, "one_device": one_device}, file)
         return
     comp = sources.computation_from(file, function_name)
     _write(graphs.of(comp), checked, comp.signature())
 
 
 def draw_optimized(file: str, function_name: str | None, backend: str | None, output: str,
-                   xla_flags: tuple = ()) -> None:
+                   xla_flags: tuple = (), partitions: int | None = None,
+                   one_device: bool = False) -> None:
     """In the child: compile with XLA (with --xla-flag's options) and draw its optimized HLO."""
     # here, not at the top: start-up (jax starts for --optimized only)
     from hlogen.runtime import inspection, pjrt
     options = compiling.checked_xla_flags(xla_flags)
     declared = compiling.compiling(backend)
-    comp = sources.computation_from(file, function_name)
+    comp = sharding.as_asked(sources.computation_from(file, function_name), partitions,
+                             one_device)
     isolation.status("compile", backend=backend)
     exe = pjrt.compile(comp, declared, xla_options=options)
+    if exe.how_it_runs():
+        click.echo(f"{exe.backend}: {exe.how_it_runs()}", err=True)
     graph = inspection.optimized_graph(exe)
     dot = None if drawing.check_output(output) in drawing.HTML else inspection.xla_dot(exe)
     on = exe.backend + (f" ({xla_options.text(options)})" if options else "")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import click
 
 import hlogen as hg
+from hlogen import sharding
 from hlogen.errors import InputError
 from hlogen.files import Output
 from hlogen_cli import inputs as input_values, sources
@@ -97,7 +98,7 @@ def command(file, function_name, output, force, sides, tolerance, inputs, error,
     if source.compiled is not None:
         raise InputError(f"{source.compiled.where}: a compiled file; hlogen reduce takes a "
                          f"module or a .py file")
-    comp = input_values.refined(comp, inputs.specs)
+    comp = input_values.refined(sharding.as_asked(comp, sides.get("partitions")), inputs.specs)
     given = None if inputs.random or not (inputs.specs or inputs.zero) else \
         input_values.arguments(comp, inputs)
     line = Line()

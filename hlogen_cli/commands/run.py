@@ -9,8 +9,8 @@ import click
 
 from hlogen_cli import completion, isolation
 from hlogen_cli.options import (RunOptions, backend_option, formats_in_help, function_option,
-                                input_options, no_cache_option, verbose_option,
-                                xla_flag_option)
+                                input_options, no_cache_option, sharding_options,
+                                verbose_option, xla_flag_option)
 from hlogen_cli.reporting import reports_errors
 
 VALUE_HELP = ("2x3xf32=1,2,3,4,5,6, \"2x3xf32=[1 2 3][4 5 6]\", 2x3xf32=0 (a splat), f32=3.5 "
@@ -77,6 +77,7 @@ VALUE_HELP = ("2x3xf32=1,2,3,4,5,6, \"2x3xf32=[1 2 3][4 5 6]\", 2x3xf32=0 (a spl
                    "np.load(f)['result_0'].view(...)).")
 @click.option("--repeat", type=click.IntRange(min=1), default=1, show_default=True, metavar="N",
               help="Run N times and report min/median/max time per call (stderr).")
+@sharding_options
 @no_cache_option
 @verbose_option
 @click.option("--profile", metavar="DIR", type=click.Path(file_okay=False),
