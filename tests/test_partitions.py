@@ -476,3 +476,16 @@ def test_partition_id_on_replicas_alone_is_zero_on_the_interpreter():
     for backend in ("interpret", "cpu"):
         got = hg.compile(comp, backend=backend, num_replicas=2).run_replicated([[], []])
         assert [(int(p), int(r)) for p, r in got] == [(0, 0), (0, 1)], backend
+
+
+def test_run_checks_a_shard_map_module_against_the_interpreter_per_partition(shard_map_programs):
+    # XLA runs it partitioned (hlogen.sharding), the interpreter runs its body per partition
+    saved = np.load(shard_map_programs / "mesh1x2.npz")
+    np.savez(shard_map_programs / "in.npz", arg0=saved["a"], arg1=saved["b"])
+    done = hlogen_in(shard_map_programs, "run", "mesh1x2.mlir", "--input", "in.npz",
+                     "--check-interpret")
+    assert done.returncode == 0, done.stderr
+    assert ("interpret: the shard_map body on each of 2 partitions, in the interpreter's "
+            "parallel runner") in done.stderr
+    for k, n in enumerate([8, 4, 16, 2]):
+        assert f"result[{k}]: cpu vs interpret: all {n} elements match" in done.stdout

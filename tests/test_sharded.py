@@ -7,6 +7,7 @@ their global program, agreeing by XLA's rule; against their global program on on
 from __future__ import annotations
 
 import json
+import os
 import pathlib
 import subprocess
 import sys
@@ -110,10 +111,14 @@ def test_the_interpreter_runs_the_global_program_agreeing_by_the_rule(made):
         got = hg.compile(comp, "interpret")(given)
         np.testing.assert_allclose(got, np.load(made / "constrained.expected.npz")["result0"],
                                    rtol=1e-5, atol=1e-6)
-    # a shard_map module has no global program: the interpreter refuses it (XLA runs it)
+    # a shard_map module has no global program: the interpreter runs its body per partition
+    # (hlogen.runtime.manual), 8 here, a core each (tests/test_partitions.py runs 2)
     done = hlogen_in(made, "run", "shard_map_psum.jaxexport", "--input",
                      "shard_map_psum.inputs.npz", "--backend", "interpret")
-    assert done.returncode == 2 and "a shard_map (manual) module" in done.stderr
+    if len(os.sched_getaffinity(0)) < 8:
+        assert done.returncode == 2 and "1 replica(s) x 8 partitions needs 8 cores" in done.stderr
+    else:
+        assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr
 
 

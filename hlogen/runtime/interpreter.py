@@ -48,14 +48,19 @@ def compile(computation: Computation, backend: Backend, disk_cache=None, num_rep
     """The interpreter's executable of `computation` (hlogen.runtime's table row): it takes
     no XLA options, and has no disk cache (`disk_cache` is not read). A sharded module
     runs as its global program (hlogen.sharding: the annotations dropped do not change
-    what it computes); `num_partitions` is checked against what the module says. (A
-    per-process program on replicas x partitions: hlogen.runtime.grid, which makes an
-    Interpreted of its grid.)"""
+    what it computes); `num_partitions` is checked against what the module says. A
+    shard_map module (Shardy's sdy.manual_computation) runs per partition: its body on
+    the mesh's devices in the parallel runner (hlogen.runtime.manual). (A per-process
+    program on replicas x partitions: hlogen.runtime.grid, which makes an Interpreted of
+    its grid.)"""
     if xla_options:
         raise UnsupportedError(f"the reference interpreter takes no XLA options (given "
                                f"{_xla_options.text(xla_options)})")
     where = computation.source or computation.name
     partitioning = sharding.partitions_to_compile(computation.module, num_partitions, where)
+    if partitioning is not None and partitioning.manual and num_replicas == 1 and \
+            any(op.name in sharding.MANUAL_OPS for op in mlir.walk(computation.module)):
+        return PerPartition(computation, backend, partitioning)
     if partitioning is not None:
         computation = sharding.global_program(computation, "the reference interpreter")
     exe = Interpreted(computation, backend, num_replicas)
@@ -124,6 +129,53 @@ class Interpreted:
         for flat in results:
             check_results(self.computation, self.backend, flat, self._prepared.cut)
         return [structure_results(self.computation.result_shapes, flat) for flat in results]
+
+
+class PerPartition:
+    """A shard_map module on the interpreter: global arguments in, global results out,
+    its manual computation's body run on each partition with its shards (an Interpreted
+    of the body on 1 replica x the mesh's devices; hlogen.runtime.manual)."""
+
+    cache_outcome = None
+    devices: list = []
+    num_replicas = 1
+    local_replicas = [0]
+
+    def __init__(self, computation: Computation, backend: Backend, partitioning):
+        # (imported here: hlogen.runtime.manual runs its programs through this module)
+        from hlogen.runtime import manual
+        check_signature(computation)
+        self.computation = computation
+        self.declaration = backend
+        self.backend = backend.name
+        self.partitioning = partitioning
+        start = time.perf_counter()
+        self._split = manual.split(computation)
+        devices = len(self._split.mesh.device_ids)
+        self._per_partition = Interpreted(self._split.program, backend, 1, devices)
+        self.key = (computation.fingerprint, backend.name, "per partition")
+        self.compile_seconds = time.perf_counter() - start
+        self._execute = manual.execute
+
+    def refusal(self, what: str) -> str | None:
+        return f"{self.declaration.words} compiles nothing: it gives no {what}"
+
+    def how_it_runs(self) -> str:
+        return (f"the shard_map body on each of {self._per_partition.num_replicas} "
+                f"partitions, in the interpreter's parallel runner")
+
+    def __repr__(self) -> str:
+        return (f"<Executable {self.computation.signature()} on {self.backend} per partition "
+                f"x {self._per_partition.num_replicas}>")
+
+    def __call__(self, *args):
+        results = self._execute(self._split, self._per_partition,
+                                flatten_arguments(self.computation, args), self.computation.name)
+        check_results(self.computation, self.backend, results)
+        return structure_results(self.computation.result_shapes, results)
+
+    def run_replicated(self, per_replica_args) -> list:
+        return [self(*args) for args in replica_lists(self, per_replica_args)]
 
 
 def _prepare_cached(computation: Computation, backend: Backend, num_replicas: int,

@@ -64,6 +64,7 @@ def split(computation: Computation) -> ManualModule:
         module = ir.Module.parse(computation.module.operation.get_asm(enable_debug_info=True))
         main = mlir.functions(module)["main"]
         block = main.regions[0].blocks[0]
+        mlir.inline_calls(block, mlir.functions(module))  # a jax.export's main calls its body
         ops = [op.operation for op in block.operations]
         manual = [op for op in ops if op.name == MANUAL_COMPUTATION]
         if len(manual) != 1 or len(ops) != 2:
@@ -183,17 +184,23 @@ def _slices(shape: tuple, spec: list, mesh: Mesh, device: int) -> tuple:
 def run(computation: Computation, arguments: list, backend="interpret") -> list:
     """The global results of shard_map module `computation` on global `arguments`, its
     body run per device on `backend` (the mesh's devices as partitions of one replica)."""
-    split_module = split(computation)
-    mesh = split_module.mesh
+    found = split(computation)
+    exe = grid.compile(found.program, backend, 1, len(found.mesh.device_ids))
+    return execute(found, exe, arguments, computation.name)
+
+
+def execute(found: ManualModule, exe, arguments: list, name: str) -> list:
+    """`found`'s global results on global `arguments`, its program run by `exe` (a grid
+    executable of it on 1 x the mesh's devices)."""
+    mesh = found.mesh
     devices = len(mesh.device_ids)
     per_device = [[np.ascontiguousarray(np.asarray(arguments[i])[
-        _slices(np.shape(arguments[i]), spec, mesh, d)]) for i, spec in split_module.arguments]
+        _slices(np.shape(arguments[i]), spec, mesh, d)]) for i, spec in found.arguments]
         for d in range(devices)]
-    exe = grid.compile(split_module.program, backend, 1, devices)
     outputs = exe.run_replicated(per_device)
     outputs = [o if isinstance(o, tuple) else (o,) for o in outputs]
     results = []
-    for j, (number, spec) in enumerate(split_module.results):
+    for j, (number, spec) in enumerate(found.results):
         local = [np.asarray(outputs[d][number]) for d in range(devices)]
         shape = list(local[0].shape)
         for d, axes in enumerate(spec):
@@ -206,9 +213,9 @@ def run(computation: Computation, arguments: list, backend="interpret") -> list:
             if key in seen:
                 if local[d].tobytes() != local[seen[key]].tobytes():
                     raise ExecutionError(
-                        f"{computation.name}: result {j} is replicated over the mesh axes its "
+                        f"{name}: result {j} is replicated over the mesh axes its "
                         f"out_sharding does not name, but devices {seen[key]} and {d} hold "
-                        f"different values for it on {backend}")
+                        f"different values for it on {exe.backend}")
                 continue
             seen[key] = d
             result[index] = local[d]
@@ -216,4 +223,4 @@ def run(computation: Computation, arguments: list, backend="interpret") -> list:
     return results
 
 
-__all__ = ["ManualModule", "Mesh", "is_manual", "run", "split"]
+__all__ = ["ManualModule", "Mesh", "execute", "is_manual", "run", "split"]
