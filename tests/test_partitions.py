@@ -404,12 +404,14 @@ def f(a, b):
 
 a = np.arange(16, dtype=np.float32).reshape(4, 4) - 5
 b = np.arange(4, dtype=np.float32) * 3
-for rows in (1, 2):
+for rows in (1, 2, 4):
     mesh = Mesh(np.array(jax.devices()[:2 * rows]).reshape(rows, 2), ("x", "y"))
     g = jax.jit(shard_map(f, mesh=mesh, in_specs=(P("x", "y"), P("y")),
                           out_specs=(P("x"), P(), P("x", "y"), P()), check_vma=False))
     with open(f"{sys.argv[1]}/mesh{rows}x2.mlir", "w") as out:
         out.write(g.lower(a, b).as_text())
+    with open(f"{sys.argv[1]}/mesh{rows}x2.jaxexport", "wb") as out:
+        out.write(jax.export.export(g)(a, b).serialize())
     np.savez(f"{sys.argv[1]}/mesh{rows}x2.npz", a=a, b=b, *[np.asarray(r) for r in g(a, b)])
 """
 
@@ -427,8 +429,8 @@ def shard_map_programs(tmp_path_factory):
 
 def test_a_shard_map_module_runs_per_partition_bit_for_bit_with_jax(shard_map_programs):
     from hlogen.runtime import manual
-    for rows in (1, 2):
-        comp = hg.load((shard_map_programs / f"mesh{rows}x2.mlir").read_text())
+    for rows, form in [(1, "mlir"), (1, "jaxexport"), (2, "mlir"), (4, "jaxexport")]:
+        comp = hg.load(shard_map_programs / f"mesh{rows}x2.{form}")
         saved = np.load(shard_map_programs / f"mesh{rows}x2.npz")
         want = [saved[f"arr_{k}"] for k in range(4)]
         split = manual.split(comp)
@@ -442,7 +444,7 @@ def test_a_shard_map_module_runs_per_partition_bit_for_bit_with_jax(shard_map_pr
             got = manual.run(comp, [saved["a"], saved["b"]], backend)
             for k, (g, w) in enumerate(zip(got, want)):
                 assert g.dtype == w.dtype and g.tobytes() == w.tobytes(), \
-                    f"mesh {rows}x2, result {k} on {backend}: {g} != {w}"
+                    f"mesh {rows}x2 ({form}), result {k} on {backend}: {g} != {w}"
 
 
 def test_what_a_shard_map_expansion_does_not_take_is_refused(shard_map_programs):
