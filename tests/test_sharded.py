@@ -6,7 +6,10 @@ their global program, agreeing by XLA's rule; against their global program on on
 (compare's cpu:one-device side), and bisected there."""
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import os
 import pathlib
 import subprocess
 import sys
@@ -188,3 +191,27 @@ def test_replicated_copies_that_differ_are_an_error():
     apart = placement.join([_jaxlib.Placement((3,), np.float32, d).put(c)
                             for d, c in zip(devices, copies)])
     assert placement.get(apart)[1] == (devices[0], devices[1])
+
+
+def test_the_documentation(tmp_path, monkeypatch):
+    from tests import docs
+    from tests.test_cli_readme import fresh_clone, run_session
+    page = "docs/sharded.md"
+    bin_dir = str(pathlib.Path(sys.executable).parent)  # the session's python is this venv's
+    monkeypatch.setenv("PATH", bin_dir + os.pathsep + os.environ["PATH"])
+    monkeypatch.delenv("XLA_FLAGS", raising=False)
+    monkeypatch.setenv("HLOGEN_CACHE_DIR", str(tmp_path / "cache"))
+    clone = fresh_clone(tmp_path)
+    monkeypatch.chdir(clone)
+    export, python_api = docs.blocks(page, "python", "From a jax export") + \
+        docs.blocks(page, "python", "In Python")
+    (clone / "sharded_mlp.py").write_text(export)
+    assert len(run_session(docs.console("docs/sharded.md", "From a jax export"))) == 3
+    assert len(run_session(docs.console("docs/sharded.md", "The partitioner under test"))) == 3
+    assert len(run_session(docs.console("docs/sharded.md", "The interpreter as reference"))) == 1
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        namespace = {"__name__": "sharded_docs"}
+        exec(compile(python_api, page, "exec"), namespace)
+    assert out.getvalue() == "sharded: 1 replica x 8 partitions on 8 cpu devices\n"
+    np.testing.assert_allclose(namespace["y"], namespace["one"], rtol=1e-5)
