@@ -17,14 +17,14 @@ import jax
 
 jax.config.update("jax_num_cpu_devices", 8)  # before jax's CPU backend starts
 
-import jax.numpy as jnp  # noqa: E402 - after the device count
-import numpy as np  # noqa: E402
-from jax.sharding import Mesh, NamedSharding  # noqa: E402
-from jax.sharding import PartitionSpec as P  # noqa: E402
+import jax.numpy as jnp  # (the imports after the device count: they may start jax)
+import numpy as np
+from jax.sharding import Mesh, NamedSharding
+from jax.sharding import PartitionSpec as P
 
-import hlogen as hg  # noqa: E402
-from hlogen.runtime import _jaxlib  # noqa: E402
-from _timing import interleaved_medians, machine  # noqa: E402
+import hlogen as hg
+from hlogen.runtime import _jaxlib
+from _timing import interleaved_medians, machine
 
 DEVICES = 8
 
@@ -76,13 +76,15 @@ def main():
     array = np.random.default_rng(1).standard_normal((4096, 4096)).astype(np.float32)  # 64 MiB
     sharding_of = {"split over 8 devices {devices=[8,1]<=[8]}": "{devices=[8,1]<=[8]}",
                    "replicated on 8 devices (7 copies compared)": "{replicated}"}
-    print("\n| f32[4096,4096] (64 MiB) | cut into shards | put back together |")
+    print("\n| f32[4096,4096] (64 MiB), global bytes per second | cut into shards | "
+          "put back together |")
     print("| --- | --- | --- |")
     for name, text in sharding_of.items():
         proto = _jaxlib.xla_client.HloSharding.from_string(text).to_proto()
         placement = _jaxlib.ShardedPlacement(array.shape, array.dtype, devices, proto)
         cut, back = throughput(placement, array)
         print(f"| {name} | {cut / 1e9:.2f} GB/s | {back / 1e9:.2f} GB/s |")
+    print(f"\n(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
 
 
 if __name__ == "__main__":
