@@ -203,8 +203,9 @@ class Comparison:
                  + ("; but every element is NaN on both sides: the inputs may be out of the "
                     "ops' domain" if nan else "")]
         # each side named as test or reference: the same backend may be on both
-        lines += [r.text(f"test {self.test.backend}", f"reference {self.reference.backend}")
-                  for r in last.results]
+        test, reference = (side.backend + ONE_DEVICE * side.one_device
+                           for side in (self.test, self.reference))
+        lines += [r.text(f"test {test}", f"reference {reference}") for r in last.results]
         return "\n".join(lines)
 
 

@@ -136,8 +136,10 @@ def compile(computation: Computation, backend: Backend | str | None = None,
     where = computation.source or computation.name
     partitioning = sharding.partitions_to_compile(computation.module, num_partitions, where)
     if partitioning is not None and (partitioning.num_replicas > 1 or num_replicas > 1):
-        raise UnsupportedError(f"{where}: {partitioning.words()}: hlogen runs one replica of "
-                               f"a partitioned module")
+        replicas = max(partitioning.num_replicas, num_replicas)
+        raise UnsupportedError(f"{where}: {replicas} replicas of a module partitioned "
+                               f"{partitioning.num_partitions} ways: hlogen runs a partitioned "
+                               f"module as one replica")
     devices_needed = partitioning.num_partitions if partitioning else num_replicas
     pjrt = client(None if backend is None else backend.platform, devices_needed)
     backend = backend or declaration(pjrt)
