@@ -184,6 +184,20 @@ class Comparison:
     xla_flags: str  # XLA_FLAGS, in force on both sides
     # per side ("test", "reference") that ran hlogen's form, not the module as written: why
     fallbacks: dict = dataclasses.field(default_factory=dict)
+    # where the differences of the last iteration are born, and who is wrong
+    # (hlogen.differential.origin.Finding); None where not asked for
+    findings: list | None = None
+    strict: bool = False  # allowed findings count as differences
+
+    @property
+    def failed(self) -> bool:
+        """Whether a difference counts: one whose finding the spec does not allow (any,
+        `strict`), or one no finding explains."""
+        if self.ok:
+            return False
+        if not self.findings or self.strict:
+            return True
+        return any(not f.allowed for f in self.findings)
 
     @property
     def ok(self) -> bool:
@@ -198,7 +212,9 @@ class Comparison:
         return {"computation": self.computation, "ok": self.ok, "test": self.test.to_json(),
                 "reference": self.reference.to_json(), "tolerance": self.tolerance.to_json(),
                 "xla_flags": self.xla_flags, "fallbacks": dict(self.fallbacks),
-                "iterations": [i.to_json() for i in self.iterations]}
+                "iterations": [i.to_json() for i in self.iterations],
+                **({} if self.findings is None else
+                   {"findings": [f.to_json() for f in self.findings]})}
 
     def text(self) -> str:
         last = self.iterations[-1]
@@ -215,6 +231,14 @@ class Comparison:
         lines += [r.text(f"test {self.test.backend}", f"reference {self.reference.backend}")
                   for r in last.results]
         lines += [f"note: the {which} side: {why}" for which, why in self.fallbacks.items()]
+        if self.findings is not None and not self.ok:
+            lines += [f"finding {k}: {f.text()}" for k, f in enumerate(self.findings, 1)] or \
+                ["no finding: no op of main differs by itself, given the reference's operands "
+                 "(the difference is in the results as a whole)"]
+            allowed = sum(f.allowed for f in self.findings)
+            if allowed and not self.failed:
+                lines.append(f"every difference is allowed by the spec ({allowed} "
+                             f"finding{'s' if allowed > 1 else ''}): no bug")
         return "\n".join(lines)
 
 
@@ -222,7 +246,8 @@ def compare(computation: Computation, inputs=None, test=backends.CPU.name,
             reference=backends.INTERPRET.name,
             test_options=None, reference_options=None, abs=1e-3, rel=1e-3, ulp=None,
             bitwise=False, iterations=1, seed=0, large_range=False, shown=5,
-            watch=None, runner=None, tolerance: Tolerance | None = None) -> Comparison:
+            watch=None, runner=None, tolerance: Tolerance | None = None,
+            findings: bool = False, strict: bool = False) -> Comparison:
     """Runs `computation` on the test and the reference side and compares each result
     by XLA's rule (abs and rel bounds), or within `ulp` units, or `bitwise` (or by
     `tolerance`, a Tolerance given whole, in place of these four).
@@ -236,6 +261,8 @@ def compare(computation: Computation, inputs=None, test=backends.CPU.name,
     before each side compiles and runs (the command line names a side that dies).
     `runner(side, module, inputs)`: how a side runs a module (default `Side.run`, in this
     process; hlogen.differential.isolated's Children run it in a child process that may die).
+    `findings`: where results differ, find where each difference is born and who is wrong
+    (hlogen.differential.origin.findings_of; `strict` counts the allowed ones as differences).
     """
     tolerance = Tolerance(abs, rel, ulp, bitwise) if tolerance is None else tolerance
     sides = Side.of(test, test_options), Side.of(reference, reference_options)
@@ -267,11 +294,17 @@ def compare(computation: Computation, inputs=None, test=backends.CPU.name,
                               middle - start, end - middle))
         if not done[-1].ok:
             break
+    found = None
+    if findings:
+        from hlogen.differential.origin import findings_of  # (origin imports this module)
+        differing = [i for i, r in enumerate(done[-1].results[:len(got)]) if not r.ok]
+        found = findings_of(computation, args, sides[0], sides[1], differing, tolerance,
+                            runner, strict) if differing else []
     fallbacks = {} if runner is not None else {
         which: why for which, side, module in zip(("test", "reference"), sides, modules)
         if (why := side.fallback(module)) is not None}
     return Comparison(computation.name, sides[0], sides[1], tolerance, done,
-                      os.environ.get("XLA_FLAGS", ""), fallbacks)
+                      os.environ.get("XLA_FLAGS", ""), fallbacks, found, strict)
 
 
 def leaf_names(computation: Computation) -> list:

@@ -22,6 +22,7 @@ it identical inputs, and where the op alone agrees, its difference is born of it
 from __future__ import annotations
 
 import dataclasses
+import typing
 
 import numpy as np
 from jaxlib.mlir import ir
@@ -125,7 +126,15 @@ def _origins(computation, inputs, test, reference, tolerance, of_results, runner
     where = computation.source or computation.name
     index = {p.op.results[p.index]: k for k, p in enumerate(probes)}
 
+    operands_cache: dict = {}
+
     def operand_values(op, side: int) -> list | None:
+        key = (op, side)
+        if key not in operands_cache:
+            operands_cache[key] = _operands(op, side)
+        return operands_cache[key]
+
+    def _operands(op, side: int) -> list | None:
         got = []
         for value in op.operands:
             if value in index:
@@ -136,7 +145,21 @@ def _origins(computation, inputs, test, reference, tolerance, of_results, runner
                 got.append(mlir.constant_of(value))
         return None if any(g is None for g in got) else got
 
+    differs_cache: dict = {}  # probe -> whether its values differ at all
+    ulps_cache: dict = {}     # probe -> the ULPs between its values
+
+    def differing_at(k) -> bool:
+        if k not in differs_cache:
+            differs_cache[k] = not _same(values[0][k], values[1][k])
+        return differs_cache[k]
+
+    def ulps_at(k) -> float:
+        if k not in ulps_cache:
+            ulps_cache[k] = _ulps(values[0][k], values[1][k]) if differing_at(k) else 0.0
+        return ulps_cache[k]
+
     alone_cache: dict = {}  # probe -> its results alone on the test side
+    judgements: dict = {}   # (position, result) of an origin -> the arbiter's judgement
 
     def alone_of(candidates: list) -> dict:
         todo = [k for k in candidates if k not in alone_cache]
@@ -149,14 +172,13 @@ def _origins(computation, inputs, test, reference, tolerance, of_results, runner
         needed = _ancestors(block, terminator.operands[n + of_result])
         # the values that differ at all, on the way to the result
         candidates = [k for k, p in enumerate(probes) if p.position in needed
-                      and _differs(values[0][k], values[1][k], _AT_ALL)]
+                      and differing_at(k)]
         if not candidates:
             return None
 
         def same_inputs(k) -> bool:  # the module gave the op identical operands
-            ins = [operand_values(probes[k].op, s) for s in (0, 1)]
-            return None not in ins and all(
-                not _differs(np.asarray(a), np.asarray(b), _AT_ALL) for a, b in zip(*ins))
+            return operand_values(probes[k].op, 1) is not None and not any(
+                differing_at(index[v]) for v in probes[k].op.operands if v in index)
 
         same = {k: same_inputs(k) for k in candidates}
         judged = {}  # per candidate: (born, born by the tolerance, in context, the test's value)
@@ -194,22 +216,28 @@ def _origins(computation, inputs, test, reference, tolerance, of_results, runner
             from hlogen.differential.edits import op_alone  # (edits imports the runtime)
             alone_module = Computation(op_alone(probe.op, parameters=True))
         amplified = []
+        later = [k for k in candidates if k > first and not probes[k].index]
+        _fill_ulps(ulps_cache, values, [*later, *(index[v] for k in later
+                                                   for v in probes[k].op.operands if v in index)],
+                   differing_at)
         for k in candidates:
             if k <= first or probes[k].index:
                 continue
             op = probes[k].op
-            ins = [operand_values(op, s) for s in (0, 1)]
-            ulps_in = max((_ulps(np.asarray(a), np.asarray(b)) for a, b in zip(*ins)), default=0.0) \
-                if None not in ins else float("nan")
+            # (parameters and constants are the same on both sides)
+            ulps_in = max((ulps_at(index[v]) for v in op.operands if v in index), default=0.0)
             amplified.append(Amplification(op.name, _line(op, computation.source), ulps_in,
-                                           _ulps(values[0][k], values[1][k])))
+                                           ulps_at(k)))
         found = Origin(op=probe.op.name, line=_line(probe.op, computation.source),
                        location=preflight.located(probe.op, where), position=probe.position,
                        result=probe.index, alone=alone_module,
                        operands=[np.asarray(v) for v in operand_values(probe.op, 1) or []],
                        test=np.asarray(got), reference=np.asarray(values[1][first]),
                        amplified_by=tuple(amplified), in_context=in_context, of_result=of_result)
-        return dataclasses.replace(found, judgement=judge(found, strict))
+        key = (found.position, found.result)  # judged once, whichever result it reaches
+        if key not in judgements:
+            judgements[key] = judge(found, strict)
+        return dataclasses.replace(found, judgement=judgements[key])
 
     return [origin_of(i) for i in of_results]
 
@@ -293,14 +321,16 @@ def findings_of(computation: Computation, inputs, test, reference, differing: li
     """One Finding per origin of the results of main `differing` (indices), in order: the
     results whose differences are born at the same op make one finding."""
     found: dict = {}
-    for i in differing:
-        origin = find_origin(computation, inputs, test, reference, tolerance, of_result=i,
-                             runner=runner, strict=strict)
+    origins = _origins(computation, inputs, test, reference, tolerance, list(differing),
+                       runner, strict)
+    for i, origin in zip(differing, origins):
         if origin is None:
             continue
         key = (origin.position, origin.result)
-        if key in found:
-            found[key] = dataclasses.replace(found[key], results=found[key].results + (i,))
+        if key in found:  # the same origin: the longest way it goes shows what amplifies it
+            kept = found[key].origin
+            longer = origin if len(origin.amplified_by) > len(kept.amplified_by) else kept
+            found[key] = Finding(longer, found[key].results + (i,))
         else:
             found[key] = Finding(origin, (i,))
     return list(found.values())
@@ -312,14 +342,10 @@ def _text(verdict) -> str:
 
 # -- the probes ---------------------------------------------------------------------------
 
-@dataclasses.dataclass(frozen=True)
-class Probe:
+class Probe(typing.NamedTuple):
     op: ir.Operation  # a top-level op of main (of the probed module)
     index: int        # which of its results
     position: int     # the op's index among main's top-level ops
-
-    def __iter__(self):  # (op, index, position), as the fuzzer's triage unpacks it
-        return iter((self.op, self.index, self.position))
 
 
 def probed(computation: Computation):
@@ -445,15 +471,35 @@ def _alone_batch(ops: list) -> Computation:
 
 # -- judging values -------------------------------------------------------------------------
 
+def _same(a, b) -> bool:
+    """Whether `a` and `b` agree to the bit, but for the sign of zeros and NaN payloads
+    (ULP 0 apart): the fast test of "differs at all"."""
+    a, b = np.asarray(a), np.asarray(b)
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.tobytes() == b.tobytes():
+        return True
+    if T.element_type(a.dtype).kind not in (T.FLOAT, T.COMPLEX):
+        return False
+    try:
+        return bool(np.array_equal(a, b, equal_nan=True))
+    except TypeError:  # a type numpy compares only bit by bit (narrow floats)
+        return compare_arrays(a, b, _AT_ALL, shown=0).ok
+
+
 def _differs(a, b, tolerance: Tolerance) -> bool:
     """Whether an op's values `a` and `b` differ by `tolerance` (where it is XLA's Near:
     also beyond 3 ULP and its relative bound, so that a difference the absolute bound hides
     in small values counts)."""
+    if _same(a, b):
+        return False
+    if tolerance is _AT_ALL:
+        return True
     a, b = np.asarray(a), np.asarray(b)
     if not compare_arrays(a, b, tolerance, shown=0).ok:
         return True
     near = tolerance.ulp is None and not tolerance.bitwise
-    return near and tolerance is not _AT_ALL and not compare_arrays(
+    return near and not compare_arrays(
         a, b, _SCALED, also=Tolerance(0, tolerance.rel), shown=0).ok
 
 
@@ -463,7 +509,7 @@ def _ulps(a: np.ndarray, b: np.ndarray) -> float:
     a, b = np.asarray(a), np.asarray(b)
     if a.shape != b.shape or a.dtype != b.dtype:
         return float("inf")
-    if a.size == 0:
+    if a.size == 0 or _same(a, b):
         return 0.0
     kind = T.element_type(a.dtype).kind
     if kind == T.COMPLEX:
@@ -472,6 +518,30 @@ def _ulps(a: np.ndarray, b: np.ndarray) -> float:
         return float(np.max(ulp_distance(a, b)))
     return float(np.max(np.abs(a.astype(object) - b.astype(object)))) if a.dtype != bool \
         else float(np.count_nonzero(a != b))
+
+
+def _fill_ulps(cache: dict, values, probes: list, differing_at) -> None:
+    """`cache`[k] = _ulps of probe k's values for each of `probes`, the floats of each type
+    in one vectorized computation (a thousand small arrays cost as one large one)."""
+    groups: dict = {}
+    for k in dict.fromkeys(probes):
+        if k in cache:
+            continue
+        if not differing_at(k):
+            cache[k] = 0.0
+            continue
+        a, b = np.asarray(values[0][k]), np.asarray(values[1][k])
+        if a.shape == b.shape and a.dtype == b.dtype and a.size and \
+                T.element_type(a.dtype).kind == T.FLOAT:
+            groups.setdefault(a.dtype, []).append((k, a.ravel(), b.ravel()))
+        else:
+            cache[k] = _ulps(a, b)
+    for members in groups.values():
+        starts = np.cumsum([0] + [len(a) for _, a, _ in members[:-1]])
+        d = ulp_distance(np.concatenate([a for _, a, _ in members]),
+                         np.concatenate([b for _, _, b in members]))
+        for (k, _, _), most in zip(members, np.maximum.reduceat(d, starts)):
+            cache[k] = float(most)
 
 
 def _line(op, source: str | None) -> int | None:
