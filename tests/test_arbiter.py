@@ -138,3 +138,82 @@ def test_correctly_rounded_ops_take_only_the_rounding():
     judgement = arbitrate(alone, [a, b], wrong, right)
     assert judgement.verdict is Verdict.TEST_WRONG
     assert judgement.ulps == {"test": 0.5, "reference": 0.5}
+
+
+def test_dot_whose_exact_sum_overflows_is_allowed():
+    """1e20 * -1e19 + 5e19 * 1e19 = -5e38, past f32's largest: it rounds to -inf (XLA's
+    fused multiply-add gets there); the interpreter's products overflow to -inf and +inf,
+    and their sum is NaN. One order of the sum overflows: allowed by the spec."""
+    a, b = np.array([1e20, 5e19], np.float32), np.array([-1e19, 1e19], np.float32)
+    exact = sum(Fraction(float(x)) * Fraction(float(y)) for x, y in zip(a, b))
+    assert exact < -Fraction(float(np.finfo(np.float32).max))
+    alone = single_op(ops.dot, hg.f32[2], hg.f32[2])
+    test, reference = run(alone, "cpu", a, b), hg.interpret(alone, a, b)
+    assert np.isneginf(test) and np.isnan(reference)
+    judgement = arbitrate(alone, [a, b], test, reference)
+    assert (judgement.verdict, judgement.allowed_class) == (Verdict.ALLOWED, "summation-order")
+    assert float(judgement.exact[0]) == pytest.approx(float(exact), rel=1e-15)
+
+
+def test_f32_dot_in_another_order_is_allowed():
+    """A 64-term f32 dot: XLA's blocked sums and the interpreter's sequential one differ by
+    tens of ULPs, both within the bound of a sum in any order (gamma_n sum |t_i|)."""
+    rng = np.random.default_rng(0)
+    x, w = (rng.standard_normal((8, 64)).astype(np.float32),
+            rng.standard_normal((64, 8)).astype(np.float32))
+    alone = single_op(ops.dot, hg.f32[8, 64], hg.f32[64, 8])
+    test, reference = run(alone, "cpu", x, w), hg.interpret(alone, x, w)
+    assert (test != reference).any()
+    u = 2.0 ** -24
+    for i, j in zip(*np.nonzero(test != reference)):
+        terms = [Fraction(float(p)) * Fraction(float(q)) for p, q in zip(x[i], w[:, j])]
+        exact, bound = sum(terms), 64 * u / (1 - 64 * u) * float(sum(abs(t) for t in terms))
+        for side in (test, reference):
+            assert abs(float(Fraction(float(side[i, j])) - exact)) <= bound
+    judgement = arbitrate(alone, [x, w], test, reference)
+    assert (judgement.verdict, judgement.allowed_class) == (Verdict.ALLOWED, "summation-order")
+
+
+def test_f16_convolution_names_the_interpreter():
+    """An f16 convolution: XLA accumulates in f32 and rounds once (within 0.5 ULP and a
+    little), the interpreter rounds every step to f16 (tens of ULPs): reference wrong."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((1, 8, 5, 5)).astype(np.float16)
+    w = rng.standard_normal((2, 8, 3, 3)).astype(np.float16)
+    alone = single_op(lambda a, b: ops.conv(a, b, [1, 1], "VALID"),
+                      hg.f16[1, 8, 5, 5], hg.f16[2, 8, 3, 3])
+    test, reference = run(alone, "cpu", x, w), hg.interpret(alone, x, w)
+    spacing = lambda v: Fraction(float(np.spacing(np.float16(abs(v)))))  # noqa: E731
+    worst = {"test": 0, "reference": 0}
+    for o in range(2):
+        for r in range(3):
+            for c in range(3):
+                exact = sum(Fraction(float(x[0, i, r + p, c + q])) * Fraction(float(w[o, i, p, q]))
+                            for i in range(8) for p in range(3) for q in range(3))
+                for name, side in (("test", test), ("reference", reference)):
+                    error = abs(Fraction(float(side[0, o, r, c])) - exact) / spacing(exact)
+                    worst[name] = max(worst[name], float(error))
+    assert worst["test"] <= 0.51 and worst["reference"] > 4
+    judgement = arbitrate(alone, [x, w], test, reference)
+    assert judgement.verdict is Verdict.REFERENCE_WRONG, judgement.reason
+    assert judgement.ulps["reference"] == pytest.approx(worst["reference"], rel=1e-6)
+
+
+def test_zero_sign_from_an_init_value_is_allowed():
+    """A sum of zeros with init -0: whether the result is -0 or +0 depends on the order
+    of the init and the terms; the spec leaves it open."""
+    b = hg.Builder()
+    x = b.parameter(hg.f32[2, 3])
+    alone = b.build(ops.reduce(x, b.parameter(hg.f32[()]), lambda p, q: ops.add(p, q), [1]))
+    zeros, init = np.full((2, 3), -0.0, np.float32), np.float32(-0.0)
+    judgement = arbitrate(alone, [zeros, init], np.array([0.0, -0.0], np.float32),
+                          np.array([-0.0, -0.0], np.float32))
+    assert (judgement.verdict, judgement.allowed_class) == (Verdict.ALLOWED, "zero-sign")
+    assert judgement.exact == ["0"] and judgement.elements == [(0,)]
+    assert arbitrate(alone, [zeros, init], np.array([0.0, -0.0], np.float32),
+                     np.array([-0.0, -0.0], np.float32), strict=True).verdict is \
+        Verdict.UNDETERMINED
+    # an add's zero is IEEE 754's: -0 + -0 is -0 (a side with +0 is wrong)
+    add = single_op(ops.add, hg.f32[1], hg.f32[1])
+    minus = np.array([-0.0], np.float32)
+    assert arbitrate(add, [minus, minus], -minus, minus).verdict is Verdict.TEST_WRONG

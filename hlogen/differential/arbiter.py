@@ -24,11 +24,15 @@ from __future__ import annotations
 import dataclasses
 import enum
 import math
+import re
 from fractions import Fraction
 
+import ml_dtypes
 import numpy as np
+from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import stablehlo
 
-from hlogen import mlir
+from hlogen import loading, mlir, runtime
 from hlogen import types as T
 from hlogen.computation import Computation
 from hlogen.differential import allowed, exact
@@ -93,7 +97,7 @@ def arbitrate(alone: Computation, operands: list, test, reference, *, result: in
             return _undetermined("the module holds more than one op: the arbiter judges one")
         name = op.name
         shape = mlir.shape_of_type(op.results[result].type)
-        model = _model(op, operands, result)
+        model = _model(op, operands, result, alone)
     dtype = np.dtype(shape.element_type.dtype)
     wrong_shape = [side for side, v in (("test", test), ("reference", reference))
                    if v.shape != tuple(shape.dimensions) or v.dtype != dtype]
@@ -143,6 +147,7 @@ def _judge(name, model, flat, count, test, reference, dtype, strict, operands) -
     bound = accuracy.ulps if accuracy else 1.0
     errors = {"test": [], "reference": []}
     bad = {"test": [], "reference": []}
+    limits = {}  # index -> what the op allows there (a sum's bound differs per element)
     classes, shown, elements = [], [], []
     t, r = test.reshape(-1), reference.reshape(-1)
     for i in flat:
@@ -161,6 +166,7 @@ def _judge(name, model, flat, count, test, reference, dtype, strict, operands) -
             errors[side].append(error)
             if not right and spec_open is None:
                 bad[side].append(index)
+                limits[index] = _limit_text(element, dtype, bound, k)
         if spec_open is not None:
             classes.append(spec_open)
         elif not bad["test"] and not bad["reference"]:
@@ -178,7 +184,7 @@ def _judge(name, model, flat, count, test, reference, dtype, strict, operands) -
             other = "reference" if side == "test" else "test"
             return Judgement(verdict, reason=(
                 f"{name}'s {side} side is {_ulps_text(ulps[side], k)} from the exact answer at "
-                f"{list(bad[side][0])} ({_bound_text(bound, k)} allowed), the {other} side "
+                f"{list(bad[side][0])} ({limits[bad[side][0]]}), the {other} side "
                 f"{_ulps_text(ulps[other], k)}"), **common)
     cls = _chief(classes)
     described = allowed.OPEN_CLASSES[cls]
@@ -213,6 +219,15 @@ def _ulps_text(error, k=T.FLOAT) -> str:
     if k in (T.SIGNED, T.UNSIGNED, T.PRED):
         return f"{error} off" if error != math.inf else "off"
     return "infinitely far" if error == math.inf else f"{error:.3g} ULP"
+
+
+def _limit_text(element: _Element, dtype, bound: float, k) -> str:
+    if element.zero_sign is not None:
+        return f"IEEE 754 gives {'-' if element.zero_sign < 0 else '+'}0"
+    if element.slack is None or not isinstance(element.exact, Fraction):
+        return _bound_text(bound, k) + " allowed"
+    ulp = exact.binade_ulp(element.exact, exact.float_format(dtype))
+    return f"a sum in any order is within {float(Fraction(1, 2) + element.slack / ulp):.3g} ULP"
 
 
 def _bound_text(bound: float, k=T.FLOAT) -> str:
@@ -267,7 +282,7 @@ def _side(value, element: _Element, dtype, k, bound, name) -> tuple[float, bool]
     if got == 0 and isinstance(want, Fraction) and want == 0:
         sign = element.zero_sign
         right = sign is None or math.copysign(1.0, got) == sign
-        return (0.0 if right else 0.5), right
+        return 0.0, right
     error = exact.ulps(value, want, dtype)
     if element.slack is not None:
         if not isinstance(want, Fraction) or math.isinf(got) or math.isnan(got):
@@ -309,7 +324,7 @@ def _at(array: np.ndarray, index: tuple):
     return array[()] if array.ndim == 0 else array[index]
 
 
-def _model(op, operands: list, result: int):
+def _model(op, operands: list, result: int, alone: Computation | None = None):
     """A function of a result index giving that element's _Element, or None."""
     name = op.name
     out = np.dtype(mlir.shape_of_type(op.results[result].type).element_type.dtype)
@@ -348,16 +363,143 @@ def _model(op, operands: list, result: int):
             all(c == k for c in kinds):
         return _guarded(lambda i: _Element(exact.integer(
             name, [int(_at(v, i)) for v in operands], out)))
+    if name in _SUMS and k == T.FLOAT and all(c == T.FLOAT for c in kinds):
+        if name == "stablehlo.dot_general":
+            return _dot_general(op, operands[0], operands[1], out)
+        if name == "stablehlo.reduce":
+            return _reduce(op, operands, out)
+        if name == "stablehlo.reduce_window" and _body(op) != "stablehlo.add":
+            return None
+        terms = allowed.REDUCTIONS[name][0](op)
+        return _widened(op, alone, operands, out, terms)
     if k == T.FLOAT and name in ELEMENTWISE_FLOAT and all(c == T.FLOAT for c in kinds):
         def element(i):
             args = [exact.fraction(_at(v, i)) for v in operands]
             found = _Element(exact.real(name, args))
             if found.exact == 0 and isinstance(found.exact, Fraction):
-                found.zero_sign = exact.zero_sign(name, args) if name not in (
+                raw = [_at(v, i) for v in operands]  # (the Fractions have no -0)
+                found.zero_sign = exact.zero_sign(name, raw) if name not in (
                     "stablehlo.maximum", "stablehlo.minimum", "stablehlo.clamp") else None
             return found
         return element
     return None
+
+
+# -- sums: exactly with fractions, or in float64 with its error as a bound ----------------------
+
+_SUMS = {"stablehlo.dot_general", "stablehlo.reduce", "stablehlo.convolution",
+         "stablehlo.reduce_window"}
+
+
+def _body(op) -> str | None:
+    """The op a reduce's or reduce_window's body applies ("stablehlo.add"), if it is one."""
+    names = [o.operation.name for o in op.regions[0].blocks[0].operations]
+    return names[0] if len(names) == 2 and names[1] == "stablehlo.return" else None
+
+
+def _sum_element(terms: list, dtype, count: int | None = None) -> _Element:
+    """A sum of exact terms: its value, and the freedom of its order (allowed.sum_bound)."""
+    total = sum(terms, Fraction(0))
+    magnitude = sum((abs(t) for t in terms), Fraction(0))
+    return _bounded(total, magnitude, count or len(terms), dtype)
+
+
+def _bounded(total: Fraction, magnitude, terms: int, dtype, uncertainty=Fraction(0)) -> _Element:
+    fmt = exact.float_format(dtype)
+    bound = allowed.sum_bound(terms, float(magnitude), dtype)
+    # (no bound where n u >= 1: any value is one order's)
+    found = _Element(total, slack=Fraction(bound) + uncertainty if bound is not None else math.inf)
+    # an order whose partial sums or products pass the largest value overflows: any
+    # infinity or NaN is one order's
+    found.nonfinite_ok = magnitude > fmt.largest
+    return found
+
+
+def _finite_terms(values) -> list | None:
+    terms = [exact.fraction(v) for v in values]
+    return terms if all(isinstance(t, Fraction) for t in terms) else None
+
+
+def _dot_general(op, lhs: np.ndarray, rhs: np.ndarray, dtype):
+    numbers = stablehlo.DotDimensionNumbers(op.attributes["dot_dimension_numbers"])
+    lb, rb = list(numbers.lhs_batching_dimensions), list(numbers.rhs_batching_dimensions)
+    lc, rc = list(numbers.lhs_contracting_dimensions), list(numbers.rhs_contracting_dimensions)
+    lf = [d for d in range(lhs.ndim) if d not in lb + lc]
+    rf = [d for d in range(rhs.ndim) if d not in rb + rc]
+    batch = [lhs.shape[d] for d in lb]
+    left = np.transpose(lhs, lb + lf + lc).reshape(
+        math.prod(batch), math.prod(lhs.shape[d] for d in lf), -1)
+    right = np.transpose(rhs, rb + rc + rf).reshape(
+        math.prod(batch), -1, math.prod(rhs.shape[d] for d in rf))
+    shape = batch + [lhs.shape[d] for d in lf] + [rhs.shape[d] for d in rf]
+
+    def element(i):
+        flat = int(np.ravel_multi_index(i, shape)) if shape else 0
+        b, rest = divmod(flat, left.shape[1] * right.shape[2])
+        m, n = divmod(rest, right.shape[2])
+        a, c = _finite_terms(left[b, m]), _finite_terms(right[b, :, n])
+        if a is None or c is None:  # infinities or NaNs: IEEE's order decides, any is one
+            return _Element(exact.NAN, nonfinite_ok=True)
+        return _sum_element([x * y for x, y in zip(a, c)], dtype)
+    return element
+
+
+def _reduce(op, operands: list, dtype):
+    body = _body(op)
+    if len(operands) != 2 or body not in ("stablehlo.add", "stablehlo.multiply",
+                                          "stablehlo.maximum", "stablehlo.minimum"):
+        return None
+    operand, init = operands
+    dims = [int(d) for d in ir.DenseI64ArrayAttr(op.attributes["dimensions"])]
+    kept = [d for d in range(operand.ndim) if d not in dims]
+    grouped = np.transpose(operand, kept + dims).reshape(
+        tuple(operand.shape[d] for d in kept) + (-1,))
+    start = exact.fraction(init[()])
+
+    def element(i):
+        terms = _finite_terms(grouped[i])
+        if terms is None or not isinstance(start, Fraction):
+            values = [float(v) for v in grouped[i]] + [float(init[()])]
+            if body in ("stablehlo.maximum", "stablehlo.minimum") and \
+                    not any(math.isnan(v) for v in values):
+                return _Element(exact.fraction((max if body.endswith("maximum") else min)(values)))
+            return _Element(exact.NAN, nonfinite_ok=True)
+        if body == "stablehlo.add":
+            return _sum_element([start] + terms, dtype)
+        if body == "stablehlo.multiply":
+            product = math.prod(terms, start=start)
+            u = float(ml_dtypes.finfo(dtype).eps) / 2
+            n = len(terms)
+            found = _Element(product, slack=Fraction(allowed._gamma(n, u)) * abs(product)
+                             if n * u < 1 else None)
+            found.nonfinite_ok = any(abs(t) > 1 for t in terms) and any(t == 0 for t in terms)
+            return found
+        return _Element((max if body.endswith("maximum") else min)([start] + terms))
+    return element
+
+
+def _widened(op, alone: Computation, operands: list, dtype, terms: int):
+    """A sum the arbiter has no exact loop for (a convolution, a window sum): computed in
+    float64 by the interpreter, and again on the operands' magnitudes (sum |t_i|); float64's
+    own error, gamma_n 2^-53 sum |t_i| (Higham 3.1), is added to the freedom of the sum
+    (negligible beside a ULP of f32 and narrower types)."""
+    text = re.sub(r"(?<=[x<])(f16|bf16|f32)(?=>)", "f64", alone.as_text())
+    if text == alone.as_text() and dtype != np.float64:
+        return None
+    wide = loading.load(text)
+    floats = [v.astype(np.float64) if exact.kind(v.dtype) == T.FLOAT else v for v in operands]
+    with np.errstate(all="ignore"):
+        values = np.asarray(runtime.interpret(wide, *floats))
+        magnitudes = np.asarray(runtime.interpret(wide, *[np.abs(v) for v in floats]))
+    u64 = 2.0 ** -53
+
+    def element(i):
+        value, magnitude = float(values[i]), float(magnitudes[i])
+        if not (math.isfinite(value) and math.isfinite(magnitude)):
+            return _Element(exact.NAN, nonfinite_ok=True)
+        uncertainty = Fraction(allowed._gamma(terms, u64) * magnitude)
+        return _bounded(Fraction(value), Fraction(magnitude), terms, dtype, uncertainty)
+    return element
 
 
 def _guarded(model):
