@@ -183,7 +183,7 @@ def test_f16_convolution_names_the_interpreter():
     alone = single_op(lambda a, b: ops.conv(a, b, [1, 1], "VALID"),
                       hg.f16[1, 8, 5, 5], hg.f16[2, 8, 3, 3])
     test, reference = run(alone, "cpu", x, w), hg.interpret(alone, x, w)
-    spacing = lambda v: Fraction(float(np.spacing(np.float16(abs(v)))))  # noqa: E731
+    spacing = lambda v: Fraction(float(np.spacing(np.float16(abs(v)))))
     worst = {"test": 0, "reference": 0}
     for o in range(2):
         for r in range(3):
