@@ -64,24 +64,30 @@ class Origin:
     test: np.ndarray    # the op's result on the test side, run alone on `operands`
     reference: np.ndarray
     amplified_by: tuple  # Amplification, in program order, the ops between the origin and the result
-    judgement: object = None  # hlogen.differential.arbiter.Judgement, where it judged
+    judgement: object = None  # hlogen.differential.arbiter.Judgement
     # the op alone agrees: the difference is born of the op in its module (a rewrite across
     # ops, a folded constant); `test` is then its value in the module
     in_context: bool = False
     of_result: int = 0   # which result of main the difference was followed from
 
     def text(self) -> str:
+        """One line: where it is born, the verdict, what amplifies it."""
         where = f"{self.location}: {self.op}" + (f" (result {self.result})"
                                                  if self.result else "")
         how = ("differs only in its module (alone, with the reference's operands, it agrees: "
                "a rewrite across ops or a folded constant)") if self.in_context else \
             "differs, given the reference's values of its operands"
         said = [f"born at {where}: {how}"]
+        j = self.judgement
+        if j is not None:
+            said.append(f"verdict: {_text(j.verdict)}: {j.reason}")
         if self.amplified_by:
             said.append("amplified by " + ", ".join(
                 f"{a.op}" + (f" (line {a.line})" if a.line else "")
                 + f" ({_ulps_text(a.ulps_in)} -> {_ulps_text(a.ulps_out)} ULP)"
-                for a in self.amplified_by))
+                for a in self.amplified_by[:_SHOWN_AMPLIFIERS])
+                + (f", and {len(self.amplified_by) - _SHOWN_AMPLIFIERS} more"
+                   if len(self.amplified_by) > _SHOWN_AMPLIFIERS else ""))
         return "; ".join(said)
 
     def __str__(self) -> str:
@@ -245,11 +251,8 @@ def _origins(computation, inputs, test, reference, tolerance, of_results, runner
 
 def judge(origin: Origin, strict: bool = False):
     """The arbiter's judgement of `origin` (hlogen.differential.arbiter.arbitrate: exact
-    math of the op on the operands both sides were given), or None where there is none."""
-    try:
-        from hlogen.differential import arbiter
-    except ImportError:  # (the arbiter is another branch's until merged)
-        return None
+    math of the op on the operands both sides were given)."""
+    from hlogen.differential import arbiter  # (it imports the runtime, for its models)
     return arbiter.arbitrate(origin.alone, origin.operands, origin.test, origin.reference,
                              result=origin.result, strict=strict)
 
@@ -288,31 +291,36 @@ class Finding:
                 "in_context": o.in_context}
 
     def text(self) -> str:
+        """Its lines in words: the op, where it is born, the verdict, what amplifies it."""
         o, j = self.origin, self.origin.judgement
         results = ", ".join(map(str, self.results))
-        said = [f"result{'s' if len(self.results) > 1 else ''} {results} "
-                f"differ{'' if len(self.results) > 1 else 's'} from {o.op} at {o.location}: "
-                + ("it differs only in its module (alone, given the reference's operands, "
-                   "it agrees: a rewrite across ops or a folded constant; hlogen bisect "
-                   "names the pass)" if o.in_context else
-                   "given the reference's values of its operands, the test side's op gives "
-                   "other values")]
+        said = [f"{o.op} at {o.location} (result{'s' if len(self.results) > 1 else ''} "
+                f"{results} of main)",
+                "  born there: " + (
+                    "it differs only in its module (alone, given the reference's operands, it "
+                    "agrees: a rewrite across ops or a folded constant; hlogen bisect names "
+                    "the pass)" if o.in_context else
+                    "given the reference's values of its operands, the test side's op gives "
+                    "other values")]
         if j is None:
-            said.append(f"verdict: {UNDETERMINED} ({_UNJUDGED})")
+            said.append(f"  verdict: {UNDETERMINED} ({_UNJUDGED})")
         else:
-            ulps = ", ".join(f"{side} {_ulps_text(v) if isinstance(v, (int, float)) else v}"
+            ulps = ", ".join(f"{side} {v:.3g}" if isinstance(v, float) else f"{side} {v}"
                              for side, v in j.ulps.items() if v is not None)
-            said.append(f"verdict: {self.verdict}: {j.reason}"
-                        + (f" (error in ULPs: {ulps})" if ulps else "")
+            said.append(f"  verdict: {self.verdict}: {j.reason}"
+                        + (f" (errors in ULPs: {ulps})" if ulps else "")
                         + (f"; exact: {', '.join(j.exact[:3])}" if j.exact else ""))
         if o.amplified_by:
-            said.append("passed on by " + ", ".join(
+            said.append("  amplified by (each only passes the difference on): " + ", ".join(
                 f"{a.op}" + (f" (line {a.line})" if a.line else "")
-                + f": {_ulps_text(a.ulps_in)} -> {_ulps_text(a.ulps_out)} ULP"
-                for a in o.amplified_by) + " (not causes: each only passes the difference on)")
-        return "; ".join(said)
+                + f" {_ulps_text(a.ulps_in)} -> {_ulps_text(a.ulps_out)} ULP"
+                for a in o.amplified_by[:_SHOWN_AMPLIFIERS])
+                + (f", and {len(o.amplified_by) - _SHOWN_AMPLIFIERS} more"
+                   if len(o.amplified_by) > _SHOWN_AMPLIFIERS else ""))
+        return "\n".join(said)
 
 
+_SHOWN_AMPLIFIERS = 6
 _UNJUDGED = "no exact answer was computed for it"
 
 
