@@ -89,8 +89,8 @@ def run(file: str, function_name: str | None, options: dict, default_inputs=None
                                 runs[0]["backend"], INTERPRET.name)
         if failed and o.explain:
             # it imports jax: here, not at the top, for the child's start-up (see compiled)
-            from hlogen.differential import Side, Tolerance
-            from hlogen.differential.origin import find_origin
+            from hlogen.differential import Side, Tolerance  # (start-up: it imports jax)
+            from hlogen.differential.origin import find_origin  # (start-up)
             isolation.status("explain")
             backend = declaration(runs[0]["backend"])
             found = find_origin(comp, per_replica_args[0],

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import jax
 import numpy as np
-import pytest
 from jax import lax
 
 from hlogen import backends, loading, passes

@@ -21,6 +21,7 @@ from hlogen.conformance import files, judge
 from hlogen.differential.allowed import BOUNDS, within
 from hlogen.conformance.module import Case, load_case, load_quant_dialect
 from hlogen.differential.near import Tolerance, subnormal
+from hlogen.differential.origin import find_origin
 from hlogen.loading import parse_module
 from hlogen.errors import HlogenError, InputError, ShapeError, UnsupportedError
 
@@ -241,7 +242,6 @@ def _judge(case: Case, results: list, record: dict, backend: backends.Backend,
 def explain_case(case: Case, backend: backends.Backend) -> str:
     """Where the difference between `backend` and the interpreter is born
     (hlogen.differential.origin.find_origin), in words."""
-    from hlogen.differential.origin import find_origin  # (it runs both sides)
     if case.replicated is not None:
         return "cannot localise: find_origin follows one replica, this module runs several"
     try:

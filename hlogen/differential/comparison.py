@@ -185,7 +185,7 @@ class Comparison:
     # per side ("test", "reference") that ran hlogen's form, not the module as written: why
     fallbacks: dict = dataclasses.field(default_factory=dict)
     # where the differences of the last iteration are born, and who is wrong
-    # (hlogen.differential.origin.Finding); None where not asked for
+    # (hlogen.differential.origin.Finding; with_findings adds them); None where not asked for
     findings: list | None = None
     strict: bool = False  # allowed findings count as differences
 
@@ -246,8 +246,7 @@ def compare(computation: Computation, inputs=None, test=backends.CPU.name,
             reference=backends.INTERPRET.name,
             test_options=None, reference_options=None, abs=1e-3, rel=1e-3, ulp=None,
             bitwise=False, iterations=1, seed=0, large_range=False, shown=5,
-            watch=None, runner=None, tolerance: Tolerance | None = None,
-            findings: bool = False, strict: bool = False) -> Comparison:
+            watch=None, runner=None, tolerance: Tolerance | None = None) -> Comparison:
     """Runs `computation` on the test and the reference side and compares each result
     by XLA's rule (abs and rel bounds), or within `ulp` units, or `bitwise` (or by
     `tolerance`, a Tolerance given whole, in place of these four).
@@ -261,8 +260,8 @@ def compare(computation: Computation, inputs=None, test=backends.CPU.name,
     before each side compiles and runs (the command line names a side that dies).
     `runner(side, module, inputs)`: how a side runs a module (default `Side.run`, in this
     process; hlogen.differential.isolated's Children run it in a child process that may die).
-    `findings`: where results differ, find where each difference is born and who is wrong
-    (hlogen.differential.origin.findings_of; `strict` counts the allowed ones as differences).
+    Where results differ, hlogen.differential.origin.with_findings adds where each
+    difference is born and who is wrong.
     """
     tolerance = Tolerance(abs, rel, ulp, bitwise) if tolerance is None else tolerance
     sides = Side.of(test, test_options), Side.of(reference, reference_options)
@@ -294,17 +293,11 @@ def compare(computation: Computation, inputs=None, test=backends.CPU.name,
                               middle - start, end - middle))
         if not done[-1].ok:
             break
-    found = None
-    if findings:
-        from hlogen.differential.origin import findings_of  # (origin imports this module)
-        differing = [i for i, r in enumerate(done[-1].results[:len(got)]) if not r.ok]
-        found = findings_of(computation, args, sides[0], sides[1], differing, tolerance,
-                            runner, strict) if differing else []
     fallbacks = {} if runner is not None else {
         which: why for which, side, module in zip(("test", "reference"), sides, modules)
         if (why := side.fallback(module)) is not None}
     return Comparison(computation.name, sides[0], sides[1], tolerance, done,
-                      os.environ.get("XLA_FLAGS", ""), fallbacks, found, strict)
+                      os.environ.get("XLA_FLAGS", ""), fallbacks)
 
 
 def leaf_names(computation: Computation) -> list:

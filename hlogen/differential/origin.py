@@ -30,6 +30,9 @@ from jaxlib.mlir import ir
 from hlogen import mlir, preflight
 from hlogen import types as T
 from hlogen.computation import Computation
+from hlogen.differential import arbiter
+from hlogen.differential.comparison import Side
+from hlogen.differential.edits import op_alone
 from hlogen.differential.near import Tolerance, compare_arrays, ulp_distance
 from hlogen.errors import HlogenError
 
@@ -114,7 +117,6 @@ def _origins(computation, inputs, test, reference, tolerance, of_results, runner
              strict) -> list:
     """The origin of each result of main in `of_results` (None: of the first that
     differs, or none) from one probed run per side."""
-    from hlogen.differential.comparison import Side  # (comparison imports this module)
     if not isinstance(computation, Computation):
         raise HlogenError(f"find_origin takes a Computation, got {type(computation).__name__}")
     tolerance = tolerance or Tolerance()
@@ -219,7 +221,6 @@ def _origins(computation, inputs, test, reference, tolerance, of_results, runner
         probe = probes[first]
         _, _, in_context, got = judged[first]
         with mlir.context(), ir.Location.unknown():
-            from hlogen.differential.edits import op_alone  # (edits imports the runtime)
             alone_module = Computation(op_alone(probe.op, parameters=True))
         amplified = []
         later = [k for k in candidates if k > first and not probes[k].index]
@@ -252,7 +253,6 @@ def _origins(computation, inputs, test, reference, tolerance, of_results, runner
 def judge(origin: Origin, strict: bool = False):
     """The arbiter's judgement of `origin` (hlogen.differential.arbiter.arbitrate: exact
     math of the op on the operands both sides were given)."""
-    from hlogen.differential import arbiter  # (it imports the runtime, for its models)
     return arbiter.arbitrate(origin.alone, origin.operands, origin.test, origin.reference,
                              result=origin.result, strict=strict)
 
@@ -342,6 +342,19 @@ def findings_of(computation: Computation, inputs, test, reference, differing: li
         else:
             found[key] = Finding(origin, (i,))
     return list(found.values())
+
+
+def with_findings(comparison, computation: Computation, inputs, runner=None,
+                  strict: bool = False):
+    """`comparison` (hlogen.differential.comparison.Comparison of `computation`) with the
+    findings of its last iteration's differing results (run on `inputs`, that
+    iteration's), `strict` (allowed findings count as differences: Comparison.failed)."""
+    last = comparison.iterations[-1]
+    leaves = len(T.leaf_shapes(computation.result_shapes))
+    differing = [i for i, r in enumerate(last.results[:leaves]) if not r.ok]
+    found = findings_of(computation, inputs, comparison.test, comparison.reference, differing,
+                        comparison.tolerance, runner, strict) if differing else []
+    return dataclasses.replace(comparison, findings=found, strict=strict)
 
 
 def _text(verdict) -> str:

@@ -79,6 +79,7 @@ def compare_sides(file, function_name, sides, inputs, tolerance, iterations, sho
     counts (Comparison.failed)."""
     # here, not at the top: start-up (the parent imports no hlogen)
     from hlogen import differential
+    from hlogen.differential import origin  # (start-up, as the line above)
     from hlogen_cli import sides as setups  # (start-up: it imports hlogen)
     setup = setups.setup(file, function_name, inputs, sides, json_path)
 
@@ -88,11 +89,15 @@ def compare_sides(file, function_name, sides, inputs, tolerance, iterations, sho
     found = differential.compare(setup.computation, setup.arguments, setup.test,
                                  setup.reference, iterations=iterations, seed=setup.seed,
                                  large_range=setup.choice.large_range, shown=shown,
-                                 watch=watch, findings=True, strict=strict, **tolerance)
-    click.echo(found.text())
+                                 watch=watch, **tolerance)
     last = found.iterations[-1]
-    setup.save_arguments(setup.arguments if last.seed is None else differential.random_inputs(
-        setup.computation, seed=last.seed, large_range=setup.choice.large_range))
+    arguments = setup.arguments if last.seed is None else differential.random_inputs(
+        setup.computation, seed=last.seed, large_range=setup.choice.large_range)
+    if not found.ok:  # where each difference is born, who is wrong
+        isolation.status("explain")
+        found = origin.with_findings(found, setup.computation, arguments, strict=strict)
+    click.echo(found.text())
+    setup.save_arguments(arguments)
     setup.write_json(found.to_json())
     if found.failed:
         sys.exit(status.FAILED)
