@@ -188,6 +188,7 @@ class Comparison:
     # (hlogen.differential.origin.Finding; with_findings adds them); None where not asked for
     findings: list | None = None
     strict: bool = False  # allowed findings count as differences
+    unexplained: str | None = None  # why no finding could be had, where none could
 
     @property
     def failed(self) -> bool:
@@ -214,7 +215,8 @@ class Comparison:
                 "xla_flags": self.xla_flags, "fallbacks": dict(self.fallbacks),
                 "iterations": [i.to_json() for i in self.iterations],
                 **({} if self.findings is None else
-                   {"findings": [f.to_json() for f in self.findings]})}
+                   {"findings": [f.to_json() for f in self.findings]}),
+                **({"unexplained": self.unexplained} if self.unexplained else {})}
 
     def text(self) -> str:
         last = self.iterations[-1]
@@ -233,13 +235,16 @@ class Comparison:
         lines += [f"note: the {which} side: {why}" for which, why in self.fallbacks.items()]
         if self.findings is not None and not self.ok:
             lines += [f"finding {k}: {f.text()}" for k, f in enumerate(self.findings, 1)] or \
-                ["no finding: no op of main differs by itself, given the reference's operands "
-                 "(the difference is in the results as a whole)"]
+                [f"no finding: {self.unexplained or _NO_ORIGIN}"]
             allowed = sum(f.allowed for f in self.findings)
             if allowed and not self.failed:
                 lines.append(f"every difference is allowed by the spec ({allowed} "
                              f"finding{'s' if allowed > 1 else ''}): no bug")
         return "\n".join(lines)
+
+
+_NO_ORIGIN = ("no op of main differs by itself, given the reference's values of its operands "
+              "(the difference is in the results as a whole)")
 
 
 def compare(computation: Computation, inputs=None, test=backends.CPU.name,

@@ -27,7 +27,7 @@ import typing
 import numpy as np
 from jaxlib.mlir import ir
 
-from hlogen import mlir, preflight
+from hlogen import dynamism, mlir, preflight
 from hlogen import types as T
 from hlogen.computation import Computation
 from hlogen.differential import arbiter
@@ -184,32 +184,51 @@ def _origins(computation, inputs, test, reference, tolerance, of_results, runner
         if not candidates:
             return None
 
-        def same_inputs(k) -> bool:  # the module gave the op identical operands
-            return operand_values(probes[k].op, 1) is not None and not any(
-                differing_at(index[v]) for v in probes[k].op.operands if v in index)
+        def in_module(k):
+            """(born, by the tolerance) of op k in its module, judged where the module gave
+            it identical operands: every element, or for an op of operands shaped as its
+            result (element-wise), the elements whose operands agree (a 1-ULP difference
+            elsewhere in an operand does not hide a rewrite of the op)."""
+            op = probes[k].op
+            if operand_values(op, 1) is None:
+                return False, False
+            ins = [index[v] for v in op.operands if v in index and differing_at(index[v])]
+            a, b = np.asarray(values[0][k]), np.asarray(values[1][k])
+            if ins:
+                if not _element_wise(op) or \
+                        not all(np.shape(values[0][j]) == a.shape for j in ins):
+                    return False, False
+                agree = np.ones(a.shape, bool)
+                for j in ins:
+                    agree &= _agreeing(values[0][j], values[1][j])
+                a, b = a[agree], b[agree]
+            return not _same(a, b), _differs(a, b, tolerance)
 
-        same = {k: same_inputs(k) for k in candidates}
+        context = {k: in_module(k) for k in candidates}
         judged = {}  # per candidate: (born, born by the tolerance, in context, the test's value)
 
         def judge_op(k):
             want = values[1][k]
             got = None if alone_cache[k] is None else alone_cache[k][probes[k].index]
-            if got is not None and _differs(got, want, _AT_ALL):
-                judged[k] = (True, _differs(got, want, tolerance), False, got)
-            elif same[k]:  # identical operands in the module: born in its context
-                judged[k] = (True, _differs(values[0][k], want, tolerance), True, values[0][k])
+            alone_at = got is not None and _differs(got, want, _AT_ALL)
+            alone_by = alone_at and _differs(got, want, tolerance)
+            at, by = context[k]
+            if alone_by or (alone_at and not by):
+                judged[k] = (True, alone_by, False, got)
+            elif at:  # identical operands in the module, other values: born in its context
+                judged[k] = (True, by, True, values[0][k])
             else:
                 judged[k] = (False, False, False, values[0][k])
 
-        # alone-runs only where needed, each set in one module: the ops given identical
-        # operands (born, for sure); then the others before the first of those born by the
-        # tolerance (an op may add a difference of its own to one it was given)
-        given_same = [k for k in candidates if same[k]]
+        # alone-runs only where needed, each set in one module: the ops born in the module
+        # (given identical operands there); then the others before the first of those born
+        # by the tolerance (an op may add a difference of its own to one it was given)
+        given_same = [k for k in candidates if context[k][0]]
         alone_of(given_same)
         for k in given_same:
             judge_op(k)
         limit = next((k for k in given_same if judged[k][1]), None)
-        others = [k for k in candidates if not same[k] and (limit is None or k < limit)]
+        others = [k for k in candidates if not context[k][0] and (limit is None or k < limit)]
         alone_of(others)
         for k in others:
             judge_op(k)
@@ -352,8 +371,12 @@ def with_findings(comparison, computation: Computation, inputs, runner=None,
     last = comparison.iterations[-1]
     leaves = len(T.leaf_shapes(computation.result_shapes))
     differing = [i for i, r in enumerate(last.results[:leaves]) if not r.ok]
-    found = findings_of(computation, inputs, comparison.test, comparison.reference, differing,
-                        comparison.tolerance, runner, strict) if differing else []
+    try:
+        found = findings_of(computation, inputs, comparison.test, comparison.reference,
+                            differing, comparison.tolerance, runner, strict) if differing else []
+    except HlogenError as e:  # the probed module or an op alone does not run: said, not raised
+        return dataclasses.replace(comparison, findings=[], strict=strict,
+                                   unexplained=f"the difference could not be localised: {e}")
     return dataclasses.replace(comparison, findings=found, strict=strict)
 
 
@@ -506,6 +529,25 @@ def _same(a, b) -> bool:
         return bool(np.array_equal(a, b, equal_nan=True))
     except TypeError:  # a type numpy compares only bit by bit (narrow floats)
         return compare_arrays(a, b, _AT_ALL, shown=0).ok
+
+
+def _element_wise(op) -> bool:
+    """Whether each element of `op`'s result is computed from the same element of each
+    operand (of its shape): StableHLO's element-wise ops and CHLO's."""
+    return op.name in dynamism.ELEMENTWISE or op.name.startswith("chlo.")
+
+
+def _agreeing(a, b) -> np.ndarray:
+    """Per element, whether `a` and `b` agree (equal, both NaN, or the bits equal)."""
+    a, b = np.asarray(a), np.asarray(b)
+    try:
+        with np.errstate(invalid="ignore"):
+            same = a == b
+        if T.element_type(a.dtype).kind in (T.FLOAT, T.COMPLEX):
+            same |= np.isnan(a) & np.isnan(b)
+        return np.asarray(same, bool)
+    except TypeError:  # narrow floats numpy cannot compare: by their bits
+        return a.view(f"u{a.dtype.itemsize}") == b.view(f"u{b.dtype.itemsize}")
 
 
 def _differs(a, b, tolerance: Tolerance) -> bool:
