@@ -147,3 +147,18 @@ def test_the_origin_in_a_thousand_op_module():
     assert origin.op == "stablehlo.power" and origin.position == 2
     assert len(origin.amplified_by) >= 900
     assert all(a.op != "stablehlo.power" for a in origin.amplified_by)
+
+
+def test_a_rewrite_across_ops_is_born_at_the_op_rewritten():
+    # XLA's algebraic simplifier makes log(exp(x)) x; the interpreter's exp(100) is inf.
+    # exp(4) may differ by an ULP between the sides: log is still the op where the
+    # difference is born (its operands agree at element 1), in its module, not alone
+    x = np.array([4.0, 100.0], np.float32)
+    text = jax.jit(lambda v: jax.numpy.log(jax.numpy.exp(v))).lower(x).as_text()
+    comp = loading.load_bytes(text.encode(), "logexp.mlir")
+    origin = find_origin(comp, [x], "cpu", "interpret")
+    assert (origin.op, origin.in_context) == ("stablehlo.log", True)
+    assert origin.test[1] == 100 and origin.reference[1] == np.inf
+    assert origin.operands[0][1] == np.inf  # what both sides' log was given there
+    assert origin.judgement.verdict.value == "test wrong"  # log(inf) is inf
+    assert "differs only in its module" in origin.text()
