@@ -73,3 +73,15 @@ def test_the_page(tmp_path, monkeypatch):
     assert len(run_session(docs.console("docs/findings.md", "In one line: --explain"))) == 1
     assert len(run_session(docs.console("docs/findings.md",
                                         "Allowed: both sides within the op's accuracy"))) == 2
+
+
+def test_run_check_interpret_says_when_xla_ran_hlogen_form(tmp_path):
+    from tests.test_origin import RAGGED_DOT
+    (tmp_path / "ragged.mlir").write_text(RAGGED_DOT)
+    done = hlogen_in(tmp_path, "run", "ragged.mlir", "--input", "11x5xf32=1", "--input",
+                     "3x5x7xf32=1", "--input", "3xi64=4,4,3", "--check-interpret")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "note: XLA cannot compile the module as written (UNIMPLEMENTED: HLO opcode " \
+           "`ragged-dot`" in done.stderr
+    assert "chlo.ragged_dot expanded into StableHLO ops (legalize)" in done.stderr
+    assert "[5. 5. 5. 5. 5. 5. 5.]" in done.stdout
