@@ -6,18 +6,24 @@ it; the test side gets it as written, the reference its own form), and follows t
 difference of a differing result back along the ops it depends on. An op is where a
 difference is *born* when, given identical inputs, the test side's op gives other values
 than the reference's: as XLA's `run_hlo_module --isolate_instructions` does, the op runs
-alone on the test side with the reference's values of its operands as parameters (every
-candidate in one module: one compile, one run). An op whose operands already differ and
-that, alone, agrees only passes the difference on (or magnifies it): it is `amplified_by`,
-with the ULPs in (its operands') and out (its results').
+alone on the test side with the reference's values of its operands as parameters (the
+candidates in one module: one compile, one run; only those it needs: the ops the module
+already gave identical operands, then the others before the first of those that differs
+by the tolerance). An op whose operands already differ and that, alone, agrees only passes
+the difference on (or magnifies it): it is `amplified_by`, with the ULPs in (its
+operands') and out (its results').
 
 Which op: the first (in program order) born with a difference by the tolerance (by
 compare's rule, or, where that is XLA's Near whose absolute bound does not scale, also
 beyond 3 ULP and the relative bound: a flushed subnormal is the op's own difference);
-where none is, the first born at all (a 1-ULP difference that tan magnifies). The first op
-whose values differ at all has operands that agree to the bit: the probed run already gave
-it identical inputs, and where the op alone agrees, its difference is born of its context
-(a rewrite across ops, a constant folded: `in_context`; `hlogen bisect` names the pass).
+where none is, the first born at all (a 1-ULP difference that tan magnifies). An op the
+module gave identical operands (all of them, or for an element-wise op those of some
+elements) whose values differ there, but that agrees alone, is born of its context (a
+rewrite across ops, a constant folded: `in_context`; `hlogen bisect` names the pass):
+log(exp(x)) made x by XLA's algebraic simplifier is born at log.
+
+`with_findings` adds a comparison's findings (`Finding`: an origin, the arbiter's
+judgement, the results it reaches): what `hlogen compare` reports and exits by.
 """
 from __future__ import annotations
 
