@@ -93,9 +93,10 @@ def compare_sides(file, function_name, sides, inputs, tolerance, iterations, sho
     last = found.iterations[-1]
     arguments = setup.arguments if last.seed is None else differential.random_inputs(
         setup.computation, seed=last.seed, large_range=setup.choice.large_range)
-    if not found.ok:  # where each difference is born, who is wrong
+    if not found.ok:
         isolation.status("explain")
-        found = origin.with_findings(found, setup.computation, arguments, strict=strict)
+    # where each difference is born, who is wrong (none where they agree: [])
+    found = origin.with_findings(found, setup.computation, arguments, strict=strict)
     click.echo(found.text())
     setup.save_arguments(arguments)
     setup.write_json(found.to_json())
