@@ -128,11 +128,10 @@ def _origins(computation, inputs, test, reference, tolerance, of_results, runner
     tolerance = tolerance or Tolerance()
     sides = Side.of(test), Side.of(reference)
     run = runner or Side.run
-    module, probes = probed(computation)
+    module, probes, result_at = _probed(computation, distinct=True)
     inputs = list(inputs)
     values = [run(side, side.module(module), inputs) for side in sides]
-    n = len(probes)
-    results = [(values[0][n + i], values[1][n + i]) for i in range(len(values[0]) - n)]
+    results = [(values[0][k], values[1][k]) for k in result_at]
     if of_results is None:
         of_results = [i for i, (a, b) in enumerate(results) if _differs(a, b, tolerance)][:1]
     block = module.main.regions[0].blocks[0]
@@ -183,7 +182,7 @@ def _origins(computation, inputs, test, reference, tolerance, of_results, runner
         return alone_cache
 
     def origin_of(of_result: int) -> Origin | None:
-        needed = _ancestors(block, terminator.operands[n + of_result])
+        needed = _ancestors(block, terminator.operands[result_at[of_result]])
         # the values that differ at all, on the way to the result
         candidates = [k for k, p in enumerate(probes) if p.position in needed
                       and differing_at(k)]
@@ -401,6 +400,14 @@ class Probe(typing.NamedTuple):
 def probed(computation: Computation):
     """A copy of `computation`, as written, whose main returns every top-level intermediate
     tensor (then its own results), and the probes (Probe: op, result index, position)."""
+    module, probes, _ = _probed(computation, distinct=False)
+    return module, probes
+
+
+def _probed(computation: Computation, distinct: bool):
+    """probed's module and probes, and where each result of main is among its results;
+    `distinct`: a result that is a probe's value is not returned twice (XLA without its
+    HLO passes aborts on a buffer returned twice: "Unexpected duplicate")."""
     copy = computation.clone()
     main = copy.main
     block = main.regions[0].blocks[0]
@@ -415,15 +422,24 @@ def probed(computation: Computation):
                 values.append(result)
     terminator = list(block.operations)[-1].operation
     originals = list(terminator.operands)
+    at = {v: k for k, v in enumerate(values)}
+    extra = [v for v in originals if not (distinct and v in at)]
+    result_at, more = [], len(values)
+    for v in originals:
+        if distinct and v in at:
+            result_at.append(at[v])
+        else:
+            result_at.append(more)
+            more += 1
     with mlir.context(), ir.InsertionPoint(terminator), terminator.location:
-        ir.Operation.create("func.return", operands=values + originals)
+        ir.Operation.create("func.return", operands=values + extra)
         terminator.erase()
         ftype = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
         main.attributes["function_type"] = ir.TypeAttr.get(
-            ir.FunctionType.get(list(ftype.inputs), [v.type for v in values + originals]))
+            ir.FunctionType.get(list(ftype.inputs), [v.type for v in values + extra]))
         if "res_attrs" in main.attributes:
             del main.attributes["res_attrs"]
-    return Computation(copy.module, computation.source), probes
+    return Computation(copy.module, computation.source), probes, result_at
 
 
 def _try_shape(t):

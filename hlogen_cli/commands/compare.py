@@ -80,6 +80,7 @@ def compare_sides(file, function_name, sides, inputs, tolerance, iterations, sho
     # here, not at the top: start-up (the parent imports no hlogen)
     from hlogen import differential
     from hlogen.differential import origin  # (start-up, as the line above)
+    from hlogen.differential.isolated import Children  # (start-up, as the line above)
     from hlogen_cli import sides as setups  # (start-up: it imports hlogen)
     setup = setups.setup(file, function_name, inputs, sides, json_path)
 
@@ -95,8 +96,16 @@ def compare_sides(file, function_name, sides, inputs, tolerance, iterations, sho
         setup.computation, seed=last.seed, large_range=setup.choice.large_range)
     if not found.ok:
         isolation.status("explain")
-    # where each difference is born, who is wrong (none where they agree: [])
-    found = origin.with_findings(found, setup.computation, arguments, strict=strict)
+    # where each difference is born, who is wrong (none where they agree: []); its runs in
+    # a child process, so that XLA ending on the probed module loses only the finding
+    children = Children()
+    try:
+        found = origin.with_findings(
+            found, setup.computation, arguments, strict=strict,
+            runner=lambda side, module, args: children.run(side.backend, module, args,
+                                                           side.xla_options))
+    finally:
+        children.close()
     click.echo(found.text())
     setup.save_arguments(arguments)
     setup.write_json(found.to_json())
