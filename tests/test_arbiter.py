@@ -217,3 +217,72 @@ def test_zero_sign_from_an_init_value_is_allowed():
     add = single_op(ops.add, hg.f32[1], hg.f32[1])
     minus = np.array([-0.0], np.float32)
     assert arbitrate(add, [minus, minus], -minus, minus).verdict is Verdict.TEST_WRONG
+
+
+def test_complex_minimum_is_lexicographic():
+    """The spec orders complex numbers lexicographically (real part, then imaginary):
+    min(1+5j, 1+2j) is 1+2j; XLA CPU gives 1+5j."""
+    a, b = np.array([1 + 5j, 2 + 1j], np.complex64), np.array([1 + 2j, 1 + 9j], np.complex64)
+    exact = [min((x.real, x.imag), (y.real, y.imag)) for x, y in zip(a, b)]
+    assert exact == [(1, 2), (1, 9)]
+    alone = single_op(ops.min, hg.c64[2], hg.c64[2])
+    test, reference = run(alone, "cpu", a, b), hg.interpret(alone, a, b)
+    assert [(v.real, v.imag) for v in reference] == exact and test[0] == 1 + 5j
+    judgement = arbitrate(alone, [a, b], test, reference)
+    assert judgement.verdict is Verdict.TEST_WRONG and judgement.exact == ["(1, 2)"]
+
+
+def test_complex_arithmetic_with_infinities_is_allowed():
+    a = np.array([complex(np.inf, 1)], np.complex64)
+    b = np.array([2 + 3j], np.complex64)
+    alone = single_op(ops.mul, hg.c64[1], hg.c64[1])
+    one, other = np.array([complex(np.inf, np.inf)], np.complex64), \
+        np.array([complex(np.nan, np.inf)], np.complex64)
+    judgement = arbitrate(alone, [a, b], one, other)
+    assert (judgement.verdict, judgement.allowed_class) == (Verdict.ALLOWED, "complex-infinity")
+
+
+def test_nan_sign_through_a_total_order_sort():
+    """sort(x / y) in total order, with 0/0: XLA's NaNs are negative and sort first, the
+    interpreter's positive and sort last. The sort given one side's values is exact on
+    both; the divide's NaNs differ only in the sign IEEE 754 leaves open."""
+    x, y = np.array([0, 1, 2, 0, 3, 0], np.float32), np.array([0, 1, 1, 0, 1, 0], np.float32)
+    chain = single_op(lambda p, q: ops.sort(ops.div(p, q),
+                                            comparator=lambda u, v: ops.lt_total_order(u, v)),
+                      hg.f32[6], hg.f32[6])
+    test, reference = run(chain, "cpu", x, y), hg.interpret(chain, x, y)
+    assert np.isnan(test[:3]).all() and np.isnan(reference[3:]).all()
+    divide = single_op(ops.div, hg.f32[6], hg.f32[6])
+    quotients = hg.interpret(divide, x, y)
+    judgement = arbitrate(divide, [x, y], run(divide, "cpu", x, y), quotients)
+    assert (judgement.verdict, judgement.allowed_class) == (Verdict.ALLOWED, "nan-sign-payload")
+    sort = single_op(lambda q: ops.sort(q, comparator=lambda u, v: ops.lt_total_order(u, v)),
+                     hg.f32[6])
+    given = quotients.copy()
+    given[0] = -given[0]  # -NaN: first in total order, +NaN last
+    on_cpu, interpreted = run(sort, "cpu", given), hg.interpret(sort, given)
+    assert np.signbit(on_cpu[0]) and np.isnan(on_cpu[0]) and np.isnan(on_cpu[-1])
+    assert arbitrate(sort, [given], on_cpu, interpreted).elements == []  # they agree
+    # a side that put the -NaN last is wrong: the order of total order is exact
+    wrong = arbitrate(sort, [given], np.roll(on_cpu, -1), interpreted)
+    assert wrong.verdict is Verdict.TEST_WRONG
+
+
+def test_default_tolerance_counts_ulps_per_type():
+    """Near at 1e-3 is less than one bf16 ULP (2^-8 relative at 1.5): Tolerance.default()
+    lets two values 2 ULPs of their type apart match, in every type; f32 stays Near's."""
+    from hlogen.differential.near import TYPE_ULPS, Tolerance, judge
+    a = np.array([1.5] * 3, ml_dtypes.bfloat16)
+    b = np.array([1.5 + k * 2.0 ** -7 for k in (1, 2, 3)], ml_dtypes.bfloat16)  # 1, 2, 3 ULPs
+    assert [float(v) - 1.5 for v in b] == [2 ** -7, 2 ** -6, 3 * 2 ** -7]
+    assert judge(a, b, Tolerance())[0].tolist() == [True, True, True]
+    assert judge(a, b, Tolerance.default())[0].tolist() == [False, False, True]
+    assert TYPE_ULPS["bf16"] == TYPE_ULPS["f16"] == 2
+    h = np.array([1.5, 1.5], np.float16)
+    assert judge(h, np.array([1.5 + 2 ** -10, 1.5 + 3 * 2 ** -10], np.float16),
+                 Tolerance.default())[0].tolist() == [False, True]
+    f = np.array([1.0], np.float32)
+    assert judge(f, np.array([1.0005], np.float32), Tolerance.default())[0].tolist() == [False]
+    assert judge(f, np.array([1.002], np.float32), Tolerance.default())[0].tolist() == [True]
+    assert Tolerance().to_json() == {"mode": "near", "abs": 1e-3, "rel": 1e-3, "ulp": None,
+                                     "min_ulp": 0}  # the plain rule's report as before
