@@ -286,3 +286,94 @@ def test_default_tolerance_counts_ulps_per_type():
     assert judge(f, np.array([1.002], np.float32), Tolerance.default())[0].tolist() == [True]
     assert Tolerance().to_json() == {"mode": "near", "abs": 1e-3, "rel": 1e-3, "ulp": None,
                                      "min_ulp": 0}  # the plain rule's report as before
+
+
+FUNCTIONS = [  # (op, mpmath's function, inputs' range)
+    (ops.exp, mpmath.exp, (-20, 20)), (ops.log, mpmath.log, (0.01, 100)),
+    (ops.sin, mpmath.sin, (-100, 100)), (ops.tanh, mpmath.tanh, (-4, 4)),
+    (ops.expm1, mpmath.expm1, (-1, 1)), (ops.cbrt, lambda v: mpmath.sign(v) * mpmath.cbrt(abs(v)), (-50, 50)),
+]
+
+
+@pytest.mark.parametrize("function,reference,bounds", FUNCTIONS,
+                         ids=[f[0].__name__ for f in FUNCTIONS])
+@pytest.mark.parametrize("t,dtype", [(hg.f32, np.float32), (hg.f16, np.float16)])
+def test_element_wise_errors_are_mpmaths(function, reference, bounds, t, dtype):
+    """Each side's error the arbiter reports, against this test's own mpmath (negative
+    results and all); and a value 8 ULPs off (past every measured bound) is wrong."""
+    x = np.random.default_rng(3).uniform(*bounds, 256).astype(dtype)
+    alone = single_op(function, t[256])
+    test, interpreted = run(alone, "cpu", x), hg.interpret(alone, x)
+    mpmath.mp.prec = 200
+    exact = [reference(mpmath.mpf(float(v))) for v in x]
+    for side, values in (("test", test), ("reference", interpreted)):
+        differing = np.flatnonzero(test != interpreted)
+        judgement = arbitrate(alone, [x], test, interpreted, limit=256)
+        if differing.size:
+            mine = max(ulps_of(values[i], exact[i], dtype) for i in differing)
+            assert judgement.ulps[side] == pytest.approx(mine, rel=1e-9, abs=1e-9)
+    off = interpreted.copy()
+    k = int(np.argmax(np.abs(x)))
+    for _ in range(8):  # 8 ULPs toward zero
+        off[k] = np.nextafter(off[k], dtype(0))
+    assert ulps_of(off[k], exact[k], dtype) > 7
+    wrong = arbitrate(alone, [x], off, np.where(np.arange(256) == k, interpreted, off))
+    assert wrong.verdict is Verdict.TEST_WRONG and float(wrong.exact[0]) == \
+        pytest.approx(float(exact[k]), rel=1e-6)
+
+
+def test_integer_ops_by_python_integers():
+    """Shifts past the width, population counts, converts: Python's integers decide."""
+    x = np.array([-128, -1, 5, 127], np.int8)
+    s = np.array([7, 8, 1, 200 - 256], np.int8)  # 200 read as unsigned: past the width
+    exact = {
+        ops.shift_left: [((int(a) << int(b)) & 0xFF) if (int(b) & 0xFF) < 8 else 0
+                         for a, b in zip(x, s)],
+        ops.shift_right_arithmetic: [int(a) >> min(int(b) & 0xFF, 7) for a, b in zip(x, s)],
+        ops.shift_right_logical: [((int(a) & 0xFF) >> (int(b) & 0xFF)) if (int(b) & 0xFF) < 8
+                                  else 0 for a, b in zip(x, s)],
+    }
+    for function, values in exact.items():
+        values = [v - 256 if v > 127 else v for v in values]
+        alone = single_op(function, hg.s8[4], hg.s8[4])
+        reference = hg.interpret(alone, x, s)
+        assert reference.tolist() == values, function.__name__
+        off = reference.copy()
+        off[1] ^= 1
+        judgement = arbitrate(alone, [x, s], off, reference)
+        assert judgement.verdict is Verdict.TEST_WRONG and judgement.exact == [str(values[1])]
+    count = single_op(ops.population_count, hg.s8[4])
+    assert arbitrate(count, [x], np.array([1, 8, 2, 7], np.int8),
+                     np.array([1, 7, 2, 7], np.int8)).verdict is Verdict.REFERENCE_WRONG
+    # f32 -> s8 past the range: the spec gives no value
+    convert = single_op(lambda a: ops.convert_element_type(a, hg.s8), hg.f32[2])
+    big = np.array([300.0, -2.5], np.float32)
+    judgement = arbitrate(convert, [big], np.array([127, -2], np.int8),
+                          np.array([44, -2], np.int8))
+    assert (judgement.verdict, judgement.allowed_class) == (Verdict.ALLOWED,
+                                                            "convert-out-of-range")
+    # f32 -> bf16 rounds to nearest even: 1 + 2^-8 + 2^-20 is above the tie
+    narrow = single_op(lambda a: ops.convert_element_type(a, hg.bf16), hg.f32[1])
+    value = np.array([1 + 2 ** -8 + 2 ** -20], np.float32)
+    up, down = (np.array([v], ml_dtypes.bfloat16) for v in (1 + 2 ** -7, 1.0))
+    assert run(narrow, "cpu", value)[0] == up[0]
+    assert arbitrate(narrow, [value], down, up).verdict is Verdict.TEST_WRONG
+
+
+def test_bitcast_to_bits_with_the_wrong_count_names_the_side():
+    """bitcast_convert of s64[1] to i1[1, 64] holds 64 elements, least significant first:
+    XLA CPU returns pred[1, 8] (hlogen refuses to pass it on: an ExecutionError), wrong."""
+    cast = hg.load("func.func @main(%a: tensor<1xi64>) -> tensor<1x64xi1> {\n"
+                   "  %0 = stablehlo.bitcast_convert %a : (tensor<1xi64>) -> tensor<1x64xi1>\n"
+                   "  return %0 : tensor<1x64xi1>\n}")
+    value = np.array([0x0123456789ABCDEF], np.int64)
+    bits = [bool((0x0123456789ABCDEF >> k) & 1) for k in range(64)]
+    reference = hg.interpret(cast, value)
+    assert reference.shape == (1, 64) and reference[0].tolist() == bits
+    with pytest.raises(hg.HlogenError, match=r"pred\[1,8\]"):
+        run(cast, "cpu", value)
+    judgement = arbitrate(cast, [value], reference[:, :8], reference)
+    assert judgement.verdict is Verdict.TEST_WRONG and "[1,8]" in judgement.reason
+    flipped = reference.copy()
+    flipped[0, 3] = not flipped[0, 3]
+    assert arbitrate(cast, [value], reference, flipped).verdict is Verdict.REFERENCE_WRONG

@@ -309,7 +309,7 @@ MPMATH = {
     "stablehlo.tanh": mpmath.tanh,
     "stablehlo.sqrt": mpmath.sqrt,
     "stablehlo.rsqrt": lambda x: 1 / mpmath.sqrt(x),
-    "stablehlo.cbrt": mpmath.cbrt,
+    "stablehlo.cbrt": lambda x: mpmath.sign(x) * mpmath.cbrt(abs(x)),  # (the real root)
     "chlo.erf": mpmath.erf,
     "chlo.erfc": mpmath.erfc,
     "chlo.sinh": mpmath.sinh,
