@@ -377,3 +377,25 @@ def test_bitcast_to_bits_with_the_wrong_count_names_the_side():
     flipped = reference.copy()
     flipped[0, 3] = not flipped[0, 3]
     assert arbitrate(cast, [value], reference, flipped).verdict is Verdict.REFERENCE_WRONG
+
+
+def test_the_documented_bounds_are_the_tables():
+    """docs/accuracy.md shows allowed.ACCURACY: each op it names, with the bound it says."""
+    from hlogen.differential.allowed import ACCURACY
+    from tests import docs
+    text = (docs.ROOT / "docs" / "accuracy.md").read_text()
+    rows = [line.split(" | ") for line in text.splitlines()
+            if line.startswith("| `stablehlo.") or line.startswith("| `chlo.")]
+    named = set()
+    for row in rows:
+        names = [n.strip("` |") for n in row[0].split(", ")]
+        said = row[1]
+        for name in names:
+            named.add(name)
+            ulps = dict(ACCURACY[name].ulps)
+            other = ulps.pop("*")
+            per_type = dict(part.split() for part in said.split(";")[0].split(", ")) \
+                if ulps else {}
+            assert {t: float(v) for t, v in per_type.items()} == ulps, name
+            assert said.endswith(f"{other:g}"), name
+    assert named == set(ACCURACY)
