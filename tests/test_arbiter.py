@@ -399,3 +399,25 @@ def test_the_documented_bounds_are_the_tables():
             assert {t: float(v) for t, v in per_type.items()} == ulps, name
             assert said.endswith(f"{other:g}"), name
     assert named == set(ACCURACY)
+
+
+def test_fft_within_its_algorithms_bound_is_allowed():
+    """A c128 IFFT of small integers: XLA and the interpreter differ in the last bits,
+    both within the bound of an FFT (allowed.fft_bound's, for XLA's algorithm); the exact
+    answers are the DFT summed here with mpmath; a value 0.01 off is wrong."""
+    rng = np.random.default_rng(0)
+    x = (rng.integers(-4, 5, (2, 8)) + 1j * rng.integers(-4, 5, (2, 8))).astype(np.complex128)
+    alone = single_op(lambda a: ops.fft(a, "IFFT", [8]), hg.c128[2, 8])
+    test, reference = run(alone, "cpu", x), hg.interpret(alone, x)
+    assert (test != reference).any()
+    judgement = arbitrate(alone, [x], test, reference)
+    assert judgement.verdict is Verdict.ALLOWED, judgement.reason
+    mpmath.mp.prec = 200
+    b, k = judgement.elements[0]
+    exact = sum(mpmath.mpc(v.real, v.imag) * mpmath.expjpi(mpmath.mpf(2 * j * k) / 8)
+                for j, v in enumerate(x[b])) / 8
+    said = complex(*map(float, judgement.exact[0][1:-1].split(", ")))
+    assert abs(complex(exact) - said) <= 1e-18 * max(1.0, abs(said))
+    off = test.copy()
+    off[0, 1] += 0.01
+    assert arbitrate(alone, [x], off, reference).verdict is Verdict.TEST_WRONG

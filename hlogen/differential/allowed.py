@@ -394,6 +394,9 @@ FAITHFUL = Accuracy({"*": 1.0}, "not measured", "not measured",
 SUM = Accuracy({"*": 0.5}, "f32 accumulation (f16, bf16) in blocks, fused multiply-adds",
                "sequential, each step rounded in the result type",
                "the spec's freedom of order, at an accumulation of at least f32: sum_bound")
+FFT = Accuracy({"*": 0.5}, "mixed-radix passes (ducc), within c_xla times the 2-norm",
+              "direct sums (c_ref)", "derived: fft_bound's c_xla (Higham 24.2) times the exact "
+              "transform's 2-norm, beyond the final rounding")
 # complex results, normwise: each part in ULPs of the larger part's binade (Higham 3.6: a
 # product's error is sqrt(2) gamma_2 |z|, a quotient's a few u |z|)
 COMPLEX_PRODUCT = Accuracy({"*": 2.0}, "not measured", "not measured",
@@ -413,6 +416,7 @@ ACCURACY = {
         "shift_right_logical", "shift_right_arithmetic", "and", "or", "xor", "not", "sort",
         "is_finite")},
     **{"stablehlo." + n: SUM for n in ("dot_general", "convolution", "reduce", "reduce_window")},
+    "stablehlo.fft": FFT,
     **{"chlo." + n: FAITHFUL for n in (
         "erf", "erfc", "sinh", "cosh", "asin", "acos", "atan", "asinh", "acosh", "atanh")},
     "stablehlo.exponential": _measured(

@@ -29,6 +29,7 @@ import re
 from fractions import Fraction
 
 import ml_dtypes
+import mpmath
 import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
@@ -38,7 +39,7 @@ from hlogen import types as T
 from hlogen.computation import Computation
 from hlogen.differential import allowed, exact
 from hlogen.differential.exact import Open
-from hlogen.mlir import enum_attribute
+from hlogen.mlir import enum_attribute, ints_attribute
 
 LIMIT = 16   # differing elements judged (the errors are the largest over these): the cheap path
 SHOWN = 8    # exact answers reported
@@ -279,6 +280,14 @@ def _side(value, element: _Element, dtype, k, bound) -> tuple[float, bool]:
         if exact_complex_nan(want):
             return (0.0, True) if _isnan(value) else (math.inf, False)
         error = exact.complex_ulps(value, want, dtype)
+        if element.slack is not None:  # (an FFT: an absolute bound on the modulus)
+            parts = [exact.fraction(np.real(value)), exact.fraction(np.imag(value))]
+            if any(isinstance(p, float) for p in parts):
+                return error, False
+            distance = math.hypot(float(parts[0] - want[0]), float(parts[1] - want[1]))
+            scale = max(abs(want[0]), abs(want[1]))
+            ulp = exact.binade_ulp(scale, exact.float_format(np.real(np.zeros((), dtype)).dtype))
+            return error, distance <= float(ulp + element.slack)
         return error, _equal_complex(value, want, dtype) if bound == 0.5 else error <= bound
     got = float(value)
     if element.nonfinite_ok and not math.isfinite(got):
@@ -369,6 +378,8 @@ def _model(op, operands: list, result: int, alone: Computation | None = None):
             name, [int(_at(v, i)) for v in operands], out)))
     if name == "stablehlo.sort":
         return _sort(op, operands, result)
+    if name == "stablehlo.fft":
+        return _fft(op, operands[0], out)
     if kinds and all(c == T.COMPLEX for c in kinds) and name in exact.COMPLEX_OPS:
         return _guarded(lambda i: _Element(exact.complex_op(
             name, [exact.value_of(_at(v, i)) for v in operands])))
@@ -602,6 +613,43 @@ def _picked(value) -> _Element:
     if exact.kind(np.asarray(value).dtype) == T.FLOAT and found.exact == 0:
         found.zero_sign = math.copysign(1.0, float(value))
     return found
+
+
+def _fft(op, operand: np.ndarray, dtype):
+    """A one-dimensional fft (fft_length of one length n), exactly: the DFT summed with
+    mpmath; each side within the bound of XLA's algorithm (allowed.fft_bound's c_xla, times
+    the 2-norm of the exact transform of the element's line: Parseval), beyond the final
+    rounding."""
+    lengths = ints_attribute(op, "fft_length")
+    kind = enum_attribute(op, "fft_type")
+    if len(lengths) != 1 or lengths[0] < 1:
+        return None
+    n = lengths[0]
+    part = np.real(np.zeros((), dtype)).dtype
+    u = float(ml_dtypes.finfo(part).eps) / 2
+    c_xla = allowed._pass_xla(n, u)
+    x = operand.astype(np.complex128)
+    norm = allowed._exact_norm(kind, x, [n])  # per line
+
+    def element(i):
+        line = x[i[:-1]]
+        if not np.isfinite(line).all():
+            return _Element(open=Open("complex-infinity", "an FFT of infinities or NaNs"))
+        k = i[-1]
+        sign = -1 if kind in ("FFT", "RFFT") else 1
+        if kind == "IRFFT":  # the Hermitian mirror of the n // 2 + 1 values given
+            line = list(line[:n // 2 + 1]) + [np.conj(line[n - j]) for j in range(n // 2 + 1, n)]
+        with mpmath.workprec(exact.PRECISION):
+            total = mpmath.fsum(mpmath.mpc(float(v.real), float(v.imag)) *
+                                mpmath.expjpi(sign * mpmath.mpf(2 * j * k) / n)
+                                for j, v in enumerate(line[:n]))
+            if kind in ("IFFT", "IRFFT"):
+                total /= n
+        slack = Fraction(c_xla * float(norm[i[:-1]]))
+        if kind == "IRFFT":
+            return _Element(exact.fraction(total.real), slack=slack)
+        return _Element((exact.fraction(total.real), exact.fraction(total.imag)), slack=slack)
+    return element
 
 
 def _guarded(model):
