@@ -421,3 +421,23 @@ def test_fft_within_its_algorithms_bound_is_allowed():
     off = test.copy()
     off[0, 1] += 0.01
     assert arbitrate(alone, [x], off, reference).verdict is Verdict.TEST_WRONG
+
+
+def test_integer_sums_wrap_exactly():
+    """An s8 dot (200 + 300 - 15 + 7 wraps to -20) and an s32 product (2^32 wraps to 0)."""
+    dot = single_op(ops.dot, hg.s8[4], hg.s8[4])
+    a, b = np.array([100, 100, -3, 7], np.int8), np.array([2, 3, 5, 1], np.int8)
+    exact = (100 * 2 + 100 * 3 - 3 * 5 + 7 * 1 + 128) % 256 - 128
+    reference = hg.interpret(dot, a, b)
+    assert int(reference) == exact == -20
+    judgement = arbitrate(dot, [a, b], reference + np.int8(1), reference)
+    assert judgement.verdict is Verdict.TEST_WRONG and judgement.exact == ["-20"]
+    builder = hg.Builder()
+    x = builder.parameter(hg.s32[2, 3])
+    product = builder.build(ops.reduce(x, builder.parameter(hg.s32[()]),
+                                       lambda p, q: ops.mul(p, q), [1]))
+    values = np.array([[2, 3, 4], [65536, 65536, 1]], np.int32)
+    reference = hg.interpret(product, values, np.int32(1))
+    assert reference.tolist() == [24, (65536 * 65536) % 2 ** 32]
+    assert arbitrate(product, [values, np.int32(1)], reference + 1, reference).verdict is \
+        Verdict.TEST_WRONG

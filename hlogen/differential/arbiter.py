@@ -383,6 +383,10 @@ def _model(op, operands: list, result: int, alone: Computation | None = None):
     if kinds and all(c == T.COMPLEX for c in kinds) and name in exact.COMPLEX_OPS:
         return _guarded(lambda i: _Element(exact.complex_op(
             name, [exact.value_of(_at(v, i)) for v in operands])))
+    if name in ("stablehlo.dot_general", "stablehlo.reduce") and \
+            k in (T.SIGNED, T.UNSIGNED) and all(c == k for c in kinds):
+        return _dot_general(op, operands[0], operands[1], out) if name.endswith("general") \
+            else _reduce(op, operands, out)
     if name in _SUMS and k == T.FLOAT and all(c == T.FLOAT for c in kinds):
         if name == "stablehlo.dot_general":
             return _dot_general(op, operands[0], operands[1], out)
@@ -457,6 +461,9 @@ def _dot_general(op, lhs: np.ndarray, rhs: np.ndarray, dtype):
         flat = int(np.ravel_multi_index(i, shape)) if shape else 0
         b, rest = divmod(flat, left.shape[1] * right.shape[2])
         m, n = divmod(rest, right.shape[2])
+        if exact.kind(dtype) in (T.SIGNED, T.UNSIGNED):  # integers: exactly, wrapping
+            return _Element(exact.wrap(sum(int(p) * int(q) for p, q in
+                                           zip(left[b, m], right[b, :, n])), dtype))
         a, c = _finite_terms(left[b, m]), _finite_terms(right[b, :, n])
         if a is None or c is None:  # infinities or NaNs: IEEE's order decides, any is one
             return _Element(exact.NAN, nonfinite_ok=True)
@@ -475,6 +482,11 @@ def _reduce(op, operands: list, dtype):
     grouped = np.transpose(operand, kept + dims).reshape(
         tuple(operand.shape[d] for d in kept) + (-1,))
     start = exact.fraction(init[()])
+    if exact.kind(dtype) in (T.SIGNED, T.UNSIGNED):  # integers: exactly, wrapping
+        combine = {"stablehlo.add": sum, "stablehlo.multiply": math.prod, "stablehlo.maximum": max,
+                   "stablehlo.minimum": min}[body]
+        return lambda i: _Element(exact.wrap(combine([int(init[()])] +
+                                                     [int(v) for v in grouped[i]]), dtype))
 
     def element(i):
         terms = _finite_terms(grouped[i])
