@@ -441,3 +441,16 @@ def test_integer_sums_wrap_exactly():
     assert reference.tolist() == [24, (65536 * 65536) % 2 ** 32]
     assert arbitrate(product, [values, np.int32(1)], reference + 1, reference).verdict is \
         Verdict.TEST_WRONG
+
+
+def test_a_flushed_subnormal_is_named():
+    """XLA CPU flushes subnormal results to zero: 2^-149 * 1 is 2^-149 (exact), XLA's 0 is
+    wrong, and the reason says why."""
+    tiny = np.array([np.float32(2.0 ** -149)], np.float32)
+    one = np.array([1.0], np.float32)
+    alone = single_op(ops.mul, hg.f32[1], hg.f32[1])
+    test, reference = run(alone, "cpu", tiny, one), hg.interpret(alone, tiny, one)
+    assert test[0] == 0 and reference[0] == tiny[0]
+    judgement = arbitrate(alone, [tiny, one], test, reference)
+    assert judgement.verdict is Verdict.TEST_WRONG and "subnormal" in judgement.reason
+    assert judgement.ulps == {"test": 1.0, "reference": 0.0}

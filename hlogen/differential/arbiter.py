@@ -172,7 +172,8 @@ def _judge(name, model, flat, count, test, reference, dtype, strict, bound) -> J
             errors[side].append(error)
             if not right and spec_open is None:
                 bad[side].append(index)
-                limits[index] = _limit_text(element, dtype, bound, k)
+                limits[index] = _limit_text(element, dtype, bound, k) + _flushed(value, element,
+                                                                                 dtype, k)
         if spec_open is not None:
             classes.append(spec_open)
         elif not bad["test"] and not bad["reference"]:
@@ -201,6 +202,16 @@ def _judge(name, model, flat, count, test, reference, dtype, strict, bound) -> J
     return Judgement(Verdict.ALLOWED, allowed_class=cls, reason=(
         f"{name}: {described} ({judged}; errors: test {_ulps_text(ulps['test'], k)}, "
         f"reference {_ulps_text(ulps['reference'], k)})"), **common)
+
+
+def _flushed(value, element: _Element, dtype, k) -> str:
+    """A note where a zero stands for a subnormal exact value (XLA CPU flushes them)."""
+    if k != T.FLOAT or float(value) != 0 or not isinstance(element.exact, Fraction) or \
+            element.exact == 0:
+        return ""
+    if abs(element.exact) >= Fraction(2) ** exact.float_format(dtype).emin:
+        return ""
+    return "; the exact value is subnormal, and XLA CPU flushes subnormals to zero"
 
 
 def _chief(classes: list) -> str:
