@@ -81,9 +81,10 @@ def test_tan_of_each_sides_own_input_is_allowed():
     """tan(rsqrt(x)): the rsqrts differ in their last bit, the tans by tens of ULPs; each
     side's tan is within 0.25 ULP of exact for its own input. The tan alone, given one
     input, is allowed: it magnifies the rsqrt's difference, it is not wrong."""
-    x = np.random.default_rng(1).uniform(0.3, 3, 4096).astype(np.float32)
-    chain = single_op(lambda a: ops.tan(ops.rsqrt(a)), hg.f32[4096])
-    inner = single_op(ops.rsqrt, hg.f32[4096])
+    # rsqrt(x) near pi/2, where tan magnifies its input's last bit most
+    x = np.random.default_rng(1).uniform(0.35, 0.5, 512).astype(np.float32)
+    chain = single_op(lambda a: ops.tan(ops.rsqrt(a)), hg.f32[512])
+    inner = single_op(ops.rsqrt, hg.f32[512])
     roots = run(inner, "cpu", x), hg.interpret(inner, x)
     tans = run(chain, "cpu", x), hg.interpret(chain, x)
     mpmath.mp.prec = 300
