@@ -455,3 +455,17 @@ def test_a_flushed_subnormal_is_named():
     judgement = arbitrate(alone, [tiny, one], test, reference)
     assert judgement.verdict is Verdict.TEST_WRONG and "subnormal" in judgement.reason
     assert judgement.ulps == {"test": 1.0, "reference": 0.0}
+
+
+def test_an_op_without_a_model_is_undetermined():
+    """A triangular solve has no exact model: undetermined, saying so; equal results are
+    allowed without one."""
+    alone = single_op(lambda a, b: ops.triangular_solve(a, b, True, True, False, "NO_TRANSPOSE"),
+                      hg.f32[2, 2], hg.f32[2, 1])
+    a, b = np.array([[2, 0], [1, 3]], np.float32), np.array([[1], [2]], np.float32)
+    reference = hg.interpret(alone, a, b)
+    judgement = arbitrate(alone, [a, b], np.nextafter(reference, np.float32(9)), reference)
+    assert judgement.verdict is Verdict.UNDETERMINED
+    assert "no exact model of stablehlo.triangular_solve" in judgement.reason
+    same = arbitrate(alone, [a, b], reference, reference)
+    assert same.verdict is Verdict.ALLOWED and same.elements == []

@@ -99,25 +99,25 @@ def arbitrate(alone: Computation, operands: list, test, reference, *, result: in
             return _undetermined("the module holds more than one op: the arbiter judges one")
         name = op.name
         shape = mlir.shape_of_type(op.results[result].type)
-        model = _model(op, operands, result, alone)
-    dtype = np.dtype(shape.element_type.dtype)
-    wrong_shape = [side for side, v in (("test", test), ("reference", reference))
-                   if v.shape != tuple(shape.dimensions) or v.dtype != dtype]
-    if wrong_shape:
-        return _shapes(wrong_shape, test, reference, shape)
-    differing = np.flatnonzero(_unequal(test, reference))
-    if not differing.size:
-        return Judgement(Verdict.ALLOWED, {"test": 0, "reference": 0}, [], [],
-                         "the two sides agree bit for bit")
-    if model is None:
-        return _undetermined(f"no exact model of {name}"
-                             + (f" ({_why_not(op)})" if _why_not(op) else ""))
-    complex_operands = any(exact.kind(v.dtype) == T.COMPLEX for v in operands)
-    accuracy = allowed.accuracy(name, complex_operands)
-    part = np.real(np.zeros((), dtype)).dtype  # (a complex result's by its parts' type)
-    bound = accuracy.bound(T.element_type(part).name) if accuracy else 1.0
-    return _judge(name, model, differing[:limit], int(differing.size), test, reference,
-                  dtype, strict, bound)
+        dtype = np.dtype(shape.element_type.dtype)
+        wrong_shape = [side for side, v in (("test", test), ("reference", reference))
+                       if v.shape != tuple(shape.dimensions) or v.dtype != dtype]
+        if wrong_shape:
+            return _shapes(wrong_shape, test, reference, shape)
+        differing = np.flatnonzero(_unequal(test, reference))
+        if not differing.size:
+            return Judgement(Verdict.ALLOWED, {"test": 0, "reference": 0}, [], [],
+                             "the two sides agree bit for bit")
+        model = _model(op, operands, result, alone)  # (only now: a convolution's costs a run)
+        if model is None:
+            return _undetermined(f"no exact model of {name} with these types and attributes "
+                                 f"(docs/accuracy.md lists the ops the arbiter models)")
+        complex_operands = any(exact.kind(v.dtype) == T.COMPLEX for v in operands)
+        accuracy = allowed.accuracy(name, complex_operands)
+        part = np.real(np.zeros((), dtype)).dtype  # (a complex result's by its parts' type)
+        bound = accuracy.bound(T.element_type(part).name) if accuracy else 1.0
+        return _judge(name, model, differing[:limit], int(differing.size), test, reference,
+                      dtype, strict, bound)
 
 
 def _undetermined(reason: str) -> Judgement:
@@ -338,10 +338,6 @@ ELEMENTWISE_FLOAT = set(exact.MPMATH) | {"stablehlo." + n for n in (
     "add", "subtract", "multiply", "divide", "atan2", "power", "remainder", "floor", "ceil",
     "round_nearest_even", "round_nearest_afz", "negate", "abs", "sign", "maximum", "minimum",
     "clamp")}
-
-
-def _why_not(op) -> str:
-    return ""
 
 
 def _at(array: np.ndarray, index: tuple):
