@@ -428,13 +428,6 @@ def _body(op) -> str | None:
     return names[0] if len(names) == 2 and names[1] == "stablehlo.return" else None
 
 
-def _sum_element(terms: list, dtype, count: int | None = None) -> _Element:
-    """A sum of exact terms: its value, and the freedom of its order (allowed.sum_bound)."""
-    total = sum(terms, Fraction(0))
-    magnitude = sum((abs(t) for t in terms), Fraction(0))
-    return _bounded(total, magnitude, count or len(terms), dtype)
-
-
 def _bounded(total: Fraction, magnitude, terms: int, dtype, uncertainty=Fraction(0)) -> _Element:
     fmt = exact.float_format(dtype)
     bound = allowed.sum_bound(terms, float(magnitude), dtype)
@@ -471,10 +464,14 @@ def _dot_general(op, lhs: np.ndarray, rhs: np.ndarray, dtype):
         if exact.kind(dtype) in (T.SIGNED, T.UNSIGNED):  # integers: exactly, wrapping
             return _Element(exact.wrap(sum(int(p) * int(q) for p, q in
                                            zip(left[b, m], right[b, :, n])), dtype))
-        a, c = _finite_terms(left[b, m]), _finite_terms(right[b, :, n])
-        if a is None or c is None:  # infinities or NaNs: IEEE's order decides, any is one
+        a, c = left[b, m], right[b, :, n]
+        with np.errstate(invalid="ignore"):
+            finite = np.isfinite(a.astype(np.float64)).all() and \
+                np.isfinite(c.astype(np.float64)).all()
+        if not finite:  # infinities or NaNs: IEEE's order decides, any is one
             return _Element(exact.NAN, nonfinite_ok=True)
-        return _sum_element([x * y for x, y in zip(a, c)], dtype)
+        total, magnitude = exact.dyadic_sum(list(zip(a.tolist(), c.tolist())))
+        return _bounded(total, magnitude, len(a), dtype)
     return element
 
 
@@ -504,7 +501,8 @@ def _reduce(op, operands: list, dtype):
                 return _Element(exact.fraction((max if body.endswith("maximum") else min)(values)))
             return _Element(exact.NAN, nonfinite_ok=True)
         if body == "stablehlo.add":
-            return _sum_element([start] + terms, dtype)
+            total, magnitude = exact.dyadic_sum([float(init[()])] + grouped[i].tolist())
+            return _bounded(total, magnitude, len(terms) + 1, dtype)
         if body == "stablehlo.multiply":
             product = math.prod(terms, start=start)
             u = float(ml_dtypes.finfo(dtype).eps) / 2

@@ -632,3 +632,25 @@ def complex_op(name: str, args: list):
 COMPLEX_OPS = set(_MPC) | {"stablehlo." + n for n in (
     "maximum", "minimum", "add", "subtract", "multiply", "divide", "negate", "real", "imag",
     "abs")}
+
+
+# -- sums of floats, exactly and fast ---------------------------------------------------------------
+
+def dyadic_sum(products: list) -> tuple[Fraction, Fraction]:
+    """(the exact sum, the sum of magnitudes) of finite floats or of products of pairs of
+    them (tuples): every float is n / 2^k, so the sum is integers shifted to one power of
+    two (one division at the end, not a Fraction's gcd per term)."""
+    terms = []
+    for term in products:
+        numerator, shift = 1, 0
+        for factor in (term if isinstance(term, tuple) else (term,)):
+            n, d = float(factor).as_integer_ratio()
+            numerator *= n
+            shift += d.bit_length() - 1
+        terms.append((numerator, shift))
+    if not terms:
+        return Fraction(0), Fraction(0)
+    top = max(shift for _, shift in terms)
+    total = sum(n << (top - shift) for n, shift in terms)
+    magnitude = sum(abs(n) << (top - shift) for n, shift in terms)
+    return Fraction(total, 1 << top), Fraction(magnitude, 1 << top)
