@@ -58,13 +58,23 @@ def operand_values(op, block, arguments, reference: dict) -> list | None:
     return found
 
 
-def differing_ops(programs: int) -> list:
-    """(program, the op alone, operands, test, reference) of each differing top-level op."""
-    cases = []
+def differing_ops(programs: int) -> tuple[list, float]:
+    """(program, the op alone, operands, test, reference) of each differing top-level op,
+    and the seconds per program of running it as benchmarks/fuzz.py's in-process figure
+    does (PJRT compile + run, and the interpreter), under this run's load."""
+    cases, running = [], 0.0
     for k in range(programs):
         seed = program_seed_of(SEED, k)
         comp = generate(seed)
         args = random_inputs(comp, seed=seed, large_range=large_range_of(seed, LARGE_RANGE_SHARE))
+        start = time.perf_counter()
+        try:
+            with np.errstate(all="ignore"):
+                hg.compile(comp)(*args)
+                hg.interpret(comp, *args)
+        except hg.HlogenError:
+            pass
+        running += time.perf_counter() - start
         try:
             module, probes = probed(comp)
             with np.errstate(all="ignore"):
@@ -95,7 +105,7 @@ def differing_ops(programs: int) -> list:
                 pick = (lambda out: out[index] if isinstance(out, tuple) else out)
                 cases.append((k, op.name, alone, operands, pick(alone_test),
                               pick(alone_reference), index))
-    return cases
+    return cases, running / programs
 
 
 def timed(fn, repeats: int = 3) -> float:
@@ -151,7 +161,7 @@ def main():
     print("| --- | --- | --- | --- | --- |")
     for name, differing, verdict, full, cheap in typical():
         print(f"| {name} | {differing} | {verdict} | {full * 1e3:.1f} ms | {cheap * 1e3:.1f} ms |")
-    cases = differing_ops(programs)
+    cases, running = differing_ops(programs)
     per_op, per_program = [], {}
     verdicts = {}
     for k, name, alone, operands, test, reference, index in cases:
@@ -168,6 +178,9 @@ def main():
               f"differing ops): median {statistics.median(per_program.values()) * 1e3:.1f} ms, "
               f"max {max(per_program.values()) * 1e3:.1f} ms; over all {programs} programs: "
               f"{sum(per_op) / programs * 1e3:.1f} ms per program")
+        print(f"running each program (PJRT compile + run, and the interpreter, in this process, "
+              f"the same load): {running * 1e3:.0f} ms; the arbiter over all its differing ops "
+              f"is {sum(per_op) / programs / running * 100:.1f}% of it")
 
 
 if __name__ == "__main__":

@@ -39,6 +39,7 @@ from hlogen import types as T
 from hlogen.computation import Computation
 from hlogen.differential import allowed, exact
 from hlogen.differential.exact import Open
+from hlogen.differential.near import json_value
 from hlogen.mlir import enum_attribute, ints_attribute
 
 LIMIT = 16   # differing elements judged (the errors are the largest over these): the cheap path
@@ -62,7 +63,8 @@ class Judgement:
     allowed_class: str | None = None  # allowed.OPEN_CLASSES' name, when the spec allows it
 
     def to_json(self) -> dict:
-        return {"verdict": self.verdict.value, "ulps": dict(self.ulps), "exact": list(self.exact),
+        ulps = {side: None if e is None else json_value(e) for side, e in self.ulps.items()}
+        return {"verdict": self.verdict.value, "ulps": ulps, "exact": list(self.exact),
                 "elements": [list(e) for e in self.elements], "reason": self.reason,
                 "allowed_class": self.allowed_class}
 
