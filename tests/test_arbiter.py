@@ -469,3 +469,18 @@ def test_an_op_without_a_model_is_undetermined():
     assert "no exact model of stablehlo.triangular_solve" in judgement.reason
     same = arbitrate(alone, [a, b], reference, reference)
     assert same.verdict is Verdict.ALLOWED and same.elements == []
+
+
+def test_reduce_precision_rounds_as_the_narrow_type():
+    """reduce_precision to 8 exponent and 7 mantissa bits is bf16's rounding (ml_dtypes
+    here), ties to even; the other neighbor is wrong."""
+    x = np.array([1 + 2 ** -8 + 2 ** -20, 1 + 2 ** -8, 3.14159], np.float32)
+    alone = single_op(lambda a: ops.reduce_precision(a, exponent_bits=8, mantissa_bits=7),
+                      hg.f32[3])
+    rounded = x.astype(ml_dtypes.bfloat16).astype(np.float32)
+    assert (hg.interpret(alone, x) == rounded).all()
+    other = np.array([np.nextafter(ml_dtypes.bfloat16(v), ml_dtypes.bfloat16(0)) if r > v else
+                      np.nextafter(ml_dtypes.bfloat16(v), ml_dtypes.bfloat16(4))
+                      for v, r in zip(x, rounded)], ml_dtypes.bfloat16).astype(np.float32)
+    judgement = arbitrate(alone, [x], other, rounded)
+    assert judgement.verdict is Verdict.TEST_WRONG and len(judgement.elements) == 3
