@@ -165,8 +165,9 @@ def main():
     per_op, per_program = [], {}
     verdicts = {}
     for k, name, alone, operands, test, reference, index in cases:
-        seconds = timed(lambda: arbitrate(alone, operands, test, reference), repeats=1)
-        judgement = arbitrate(alone, operands, test, reference)
+        seconds = timed(lambda: arbitrate(alone, operands, test, reference, result=index),
+                        repeats=1)
+        judgement = arbitrate(alone, operands, test, reference, result=index)
         verdicts[judgement.verdict.value] = verdicts.get(judgement.verdict.value, 0) + 1
         per_op.append(seconds)
         per_program[k] = per_program.get(k, 0.0) + seconds

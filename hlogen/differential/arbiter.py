@@ -174,8 +174,8 @@ def _judge(name, model, flat, count, test, reference, dtype, strict, bound) -> J
             errors[side].append(error)
             if not right and spec_open is None:
                 bad[side].append(index)
-                limits[index] = _limit_text(element, dtype, bound, k) + _flushed(value, element,
-                                                                                 dtype, k)
+                limits[index] = _limit_text(element, value, dtype, bound, k) + \
+                    _flushed(value, element, dtype, k)
         if spec_open is not None:
             classes.append(spec_open)
         elif not bad["test"] and not bad["reference"]:
@@ -240,8 +240,8 @@ def _ulps_text(error, k=T.FLOAT) -> str:
     return "infinitely far" if error == math.inf else f"{error:.3g} ULP"
 
 
-def _limit_text(element: _Element, dtype, bound: float, k) -> str:
-    if element.zero_sign is not None:
+def _limit_text(element: _Element, value, dtype, bound: float, k) -> str:
+    if element.zero_sign is not None and k == T.FLOAT and float(value) == 0:
         return f"IEEE 754 gives {'-' if element.zero_sign < 0 else '+'}0"
     if element.slack is None or not isinstance(element.exact, Fraction):
         return _bound_text(bound, k) + " allowed"
