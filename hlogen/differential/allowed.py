@@ -49,6 +49,7 @@ mirror counted). Two evaluations are at most (c_xla + c_ref) ||y|| apart.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import ml_dtypes
@@ -346,3 +347,162 @@ def _product_bound(op, x: np.ndarray, y: np.ndarray) -> np.ndarray | None:
     return 2 * gamma / (1 - gamma) * larger
 
 
+
+
+# -- each op's accuracy: how far from the exact value an implementation may be -----------------
+
+@dataclasses.dataclass(frozen=True)
+class Accuracy:
+    """An op's accuracy bound, in ULPs of its result type at the exact value, per type
+    name ("*": any other): a value within it is right (the arbiter's verdicts,
+    hlogen.differential.arbiter). 0.5 means correctly rounded: only the rounding of the
+    exact value is right. `xla` and `interpreter`: each side's own accuracy (the largest
+    error measured, per type, or a word), and `source`: where the bound comes from."""
+
+    ulps: dict
+    xla: dict | str
+    interpreter: dict | str
+    source: str
+
+    def bound(self, type_name: str) -> float:
+        return self.ulps.get(type_name, self.ulps["*"])
+
+
+MEASURED = ("measured by benchmarks/accuracy.py (jaxlib 0.10.2, XLA CPU x86_64; 2000 random "
+            "inputs per type, a typical range and run_hlo_module's large range; subnormals "
+            "left out)")
+_CAP = 4.0  # XLA's own error past this is a finding in itself (log1p f64: 80 ULP)
+
+
+def _measured(xla: dict, interpreter: dict) -> Accuracy:
+    """A function XLA does not round correctly: the bound is XLA's own accuracy as
+    measured, rounded up to a half ULP, with half a ULP more for inputs not drawn; never
+    below faithful rounding (1 ULP), never above _CAP. XLA is the implementation under
+    test and its last bits are its design (the spec leaves the accuracy of these functions
+    to the implementation, `result_accuracy` DEFAULT): an XLA value beyond what it achieves
+    on random inputs is a finding, an interpreter beyond it the less accurate side."""
+    ulps = {t: min(_CAP, max(1.0, math.ceil(2 * e) / 2 + 0.5)) for t, e in xla.items()}
+    return Accuracy({**ulps, "*": 1.0}, xla, interpreter, MEASURED)
+
+
+CORRECT = Accuracy({"*": 0.5}, "0.5", "0.5", "the spec: IEEE 754's operation, correctly rounded")
+EXACT = Accuracy({"*": 0.5}, "exact", "exact", "the spec: an exact result (integers, "
+                 "selections, comparisons, bit casts) or the rounding of one")
+FAITHFUL = Accuracy({"*": 1.0}, "not measured", "not measured",
+                    "faithful rounding (1 ULP): not measured here")
+# sums: the exact sum rounded (0.5 ULP) plus the freedom of order: see sum_bound
+SUM = Accuracy({"*": 0.5}, "f32 accumulation (f16, bf16) in blocks, fused multiply-adds",
+               "sequential, each step rounded in the result type",
+               "the spec's freedom of order, at an accumulation of at least f32: sum_bound")
+FFT = Accuracy({"*": 0.5}, "mixed-radix passes (ducc), within c_xla times the 2-norm",
+              "direct sums (c_ref)", "derived: fft_bound's c_xla (Higham 24.2) times the exact "
+              "transform's 2-norm, beyond the final rounding")
+# complex results, normwise: each part in ULPs of the larger part's binade (Higham 3.6: a
+# product's error is sqrt(2) gamma_2 |z|, a quotient's a few u |z|)
+COMPLEX_PRODUCT = Accuracy({"*": 2.0}, "not measured", "not measured",
+                           "derived: sqrt(2) gamma_2 of the modulus (Higham 3.6), normwise")
+COMPLEX_FUNCTION = Accuracy({"*": 4.0}, "not measured", "not measured",
+                            "a few ULPs, normwise: not measured here")
+
+# op (with " complex" for complex operands) -> its accuracy: THE table of what the arbiter
+# judges by (docs/accuracy.md shows it, with each figure's source)
+ACCURACY = {
+    **{"stablehlo." + n: CORRECT for n in (
+        "add", "subtract", "multiply", "divide", "sqrt", "convert", "reduce_precision")},
+    **{"stablehlo." + n: EXACT for n in (
+        "remainder", "negate", "abs", "sign", "floor", "ceil", "round_nearest_even",
+        "round_nearest_afz", "maximum", "minimum", "clamp", "select", "compare",
+        "bitcast_convert", "count_leading_zeros", "popcnt", "shift_left",
+        "shift_right_logical", "shift_right_arithmetic", "and", "or", "xor", "not", "sort",
+        "is_finite")},
+    **{"stablehlo." + n: SUM for n in ("dot_general", "convolution", "reduce", "reduce_window")},
+    "stablehlo.fft": FFT,
+    **{"chlo." + n: FAITHFUL for n in (
+        "erf", "erfc", "sinh", "cosh", "asin", "acos", "atan", "asinh", "acosh", "atanh")},
+    "stablehlo.exponential": _measured(
+        xla={"f64": 1.19, "f32": 0.901, "f16": 0.5, "bf16": 0.5},
+        interpreter={"f64": 0.5, "f32": 0.5, "f16": 0.5, "bf16": 0.5}),
+    "stablehlo.exponential_minus_one": _measured(
+        xla={"f64": 2.71, "f32": 3.89, "f16": 1.69, "bf16": 0.5},
+        interpreter={"f64": 0.734, "f32": 0.5, "f16": 0.5, "bf16": 0.5}),
+    "stablehlo.log": _measured(
+        xla={"f64": 0.5, "f32": 0.953, "f16": 0.5, "bf16": 0.499},
+        interpreter={"f64": 0.5, "f32": 0.5, "f16": 0.5, "bf16": 0.499}),
+    "stablehlo.log_plus_one": _measured(
+        xla={"f64": 80, "f32": 1.81, "f16": 0.5, "bf16": 0.499},
+        interpreter={"f64": 0.735, "f32": 0.5, "f16": 0.5, "bf16": 0.499}),
+    "stablehlo.logistic": _measured(
+        xla={"f64": 1.9, "f32": 1.76, "f16": 1.84, "bf16": 0.499},
+        interpreter={"f64": 1.9, "f32": 1.84, "f16": 1.84, "bf16": 1.63}),
+    "stablehlo.sine": _measured(
+        xla={"f64": 0.503, "f32": 0.551, "f16": 0.5, "bf16": 0.499},
+        interpreter={"f64": 0.503, "f32": 0.5, "f16": 0.5, "bf16": 0.499}),
+    "stablehlo.cosine": _measured(
+        xla={"f64": 0.5, "f32": 0.535, "f16": 0.5, "bf16": 0.5},
+        interpreter={"f64": 0.5, "f32": 0.499, "f16": 0.5, "bf16": 0.5}),
+    "stablehlo.tan": _measured(
+        xla={"f64": 0.521, "f32": 0.668, "f16": 0.499, "bf16": 0.5},
+        interpreter={"f64": 0.521, "f32": 0.5, "f16": 0.499, "bf16": 0.5}),
+    "stablehlo.tanh": _measured(
+        xla={"f64": 3.2, "f32": 3.81, "f16": 0.5, "bf16": 0.497},
+        interpreter={"f64": 1.76, "f32": 0.5, "f16": 0.5, "bf16": 0.497}),
+    "stablehlo.rsqrt": _measured(
+        xla={"f64": 1.43, "f32": 1.13, "f16": 0.5, "bf16": 0.499},
+        interpreter={"f64": 1.43, "f32": 0.5, "f16": 0.5, "bf16": 0.499}),
+    "stablehlo.cbrt": _measured(
+        xla={"f64": 3.01, "f32": 0.872, "f16": 0.5, "bf16": 0.5},
+        interpreter={"f64": 3.01, "f32": 0.5, "f16": 0.5, "bf16": 0.5}),
+    "stablehlo.atan2": _measured(
+        xla={"f64": 0.504, "f32": 1.05, "f16": 0.5, "bf16": 0.499},
+        interpreter={"f64": 0.504, "f32": 0.5, "f16": 0.5, "bf16": 0.499}),
+    "stablehlo.power": _measured(
+        xla={"f64": 0.5, "f32": 0.501, "f16": 0.5, "bf16": 0.5},
+        interpreter={"f64": 0.5, "f32": 0.5, "f16": 0.5, "bf16": 0.5}),
+    **{f"stablehlo.{n} complex": CORRECT for n in ("add", "subtract", "negate")},
+    **{f"stablehlo.{n} complex": EXACT for n in ("maximum", "minimum", "real", "imag")},
+    "stablehlo.multiply complex": COMPLEX_PRODUCT,
+    "stablehlo.divide complex": COMPLEX_FUNCTION,
+    "stablehlo.abs complex": FAITHFUL,
+    **{f"stablehlo.{n} complex": COMPLEX_FUNCTION for n in (
+        "exponential", "log", "sqrt", "sine", "cosine", "tanh", "tan", "rsqrt",
+        "exponential_minus_one", "log_plus_one")},
+}
+
+
+def accuracy(name: str, complex_operands: bool = False) -> Accuracy | None:
+    return ACCURACY.get(name + " complex" if complex_operands else name)
+
+
+# unit roundoff of the accumulation the arbiter allows a sum: the result type's, but no
+# coarser than f32's (XLA accumulates f16 and bf16 sums in f32: an f16 sum rounded at each
+# step is the less accurate evaluation, not another order)
+_F32_U = 2.0 ** -24
+
+
+def sum_bound(terms: int, magnitude, dtype):
+    """How far a sum of `terms` terms whose magnitudes add up to `magnitude` may be from
+    its exact value, beyond the final rounding (Higham 3.1: gamma_n sum |t_i| with u the
+    accumulation's unit roundoff, for any order, with or without fused multiply-adds);
+    None where n u >= 1 (no bound)."""
+    u = min(float(ml_dtypes.finfo(dtype).eps) / 2, _F32_U)
+    if terms * u >= 1:
+        return None
+    return _gamma(terms, u) * magnitude
+
+
+# differences the spec leaves open: the classes the arbiter reports as allowed
+OPEN_CLASSES = {
+    "nan-sign-payload": "a NaN's sign and payload (IEEE 754 leaves them open), and what shows "
+                        "them: a bitcast, a sort in total order",
+    "zero-sign": "the sign of a zero the spec does not fix (an init value's, a reduction's, "
+                 "a maximum or minimum of -0 and +0)",
+    "summation-order": "a sum or dot in another order, with or without fused multiply-adds, "
+                       "within the bound of the sum (an overflow of one order included)",
+    "complex-infinity": "complex arithmetic with infinities or NaNs (C99's Annex G is not "
+                        "the spec's)",
+    "convert-out-of-range": "a float converted to an integer type that cannot hold it",
+    "integer-division": "an integer divided by zero, or MIN / -1",
+    "sort-order": "the order of equal keys in an unstable sort, or of NaN keys under a "
+                  "partial order (no strict weak order)",
+    "within-accuracy": "both values within the op's accuracy bound (ACCURACY)",
+}

@@ -8,6 +8,11 @@ takes: as it is, or through HLO ("hlo:cpu": StableHLO -> an HLO module, as XLA
 compiles it -> StableHLO again, as `hlo-translate` then `run_hlo_module` do); for a
 sharded module, also as its global program on one device ("cpu:one-device": the
 partitioner under test when the other side runs it partitioned, hlogen.sharding).
+
+A side that compiles (XLA) gets the module as written, as jax would give it
+(hlogen.runtime.execution.as_written: CHLO ops for XLA's own converter, none of hlogen's
+rewrites); hlogen's decompositions and XLA-semantics rewrites are the interpreter's. Where
+XLA cannot compile it so, it runs hlogen's form and `Side.fallback` says what changed.
 """
 from __future__ import annotations
 
@@ -25,7 +30,7 @@ from hlogen.differential.near import ResultReport, Tolerance, compare_arrays
 from hlogen.errors import InputError, UnsupportedError
 from hlogen.runtime import compile as compile_for
 from hlogen.runtime import xla_options as options_of
-from hlogen.runtime.execution import prepare_as_compiled
+from hlogen.runtime.execution import as_written, prepare_as_compiled
 
 HLO_ROUTE = "hlo:"  # a side's prefix: the module goes through HLO before it runs
 ONE_DEVICE = ":one-device"  # a side's suffix: a sharded module's global program, unpartitioned
@@ -50,19 +55,25 @@ def run_on(backend: str, computation: Computation, inputs, xla_options=None) -> 
 
 
 def through_hlo(computation: Computation) -> Computation:
-    """`computation` after a round trip through XLA's HLO: the module PJRT would compile
-    (hlogen's pipeline), made an HLO module by jaxlib's converter, read back as StableHLO."""
+    """`computation` after a round trip through XLA's HLO: the module as written (or, where
+    jaxlib cannot convert that, in hlogen's form for XLA), made an HLO module by jaxlib's
+    converter, read back as StableHLO (marked as written: XLA gets it as it came back)."""
     if any(isinstance(s, T.TupleShape)
            for s in computation.parameter_shapes + computation.result_shapes):
         raise InputError(f"{computation.name}: the route through HLO takes modules without "
                          f"tuple parameters or results")
-    prepared = prepare_as_compiled(computation, backends.CPU).computation
     try:
-        proto = native.call("stablehlo_to_hlo", prepared.to_bytecode())
-    except Exception as e:  # jaxlib's errors
-        raise InputError(f"{computation.name}: jaxlib cannot make an HLO module of it: {e}") \
-            from None
-    return loading.load_bytes(proto, f"{computation.source or computation.name} (through HLO)")
+        proto = native.call("stablehlo_to_hlo", prepare_as_compiled(
+            as_written(computation), backends.CPU).computation.to_bytecode())
+    except Exception:  # jaxlib's errors: hlogen's form, as XLA would run it
+        try:
+            proto = native.call("stablehlo_to_hlo", prepare_as_compiled(
+                computation, backends.CPU).computation.to_bytecode())
+        except Exception as e:
+            raise InputError(f"{computation.name}: jaxlib cannot make an HLO module of it: "
+                             f"{e}") from None
+    return as_written(loading.load_bytes(
+        proto, f"{computation.source or computation.name} (through HLO)"))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -119,11 +130,24 @@ class Side:
         return f"{name} ({options_of.text(self.xla_options)})" if self.xla_options else name
 
     def module(self, computation: Computation) -> Computation:
-        """The module this side runs of `computation` (its global program, through HLO,
-        or the same)."""
+        """The module this side runs of `computation`: its global program (one device),
+        then through HLO, or as written (marked so, where XLA compiles it), or the same (the
+        interpreter: hlogen's form)."""
         if self.one_device:
             computation = sharding.global_program(computation)
-        return through_hlo(computation) if self.through_hlo else computation
+        if self.through_hlo:
+            return through_hlo(computation)
+        return as_written(computation) if self.declared.compiles else computation
+
+    def fallback(self, module: Computation) -> str | None:
+        """Why this side ran hlogen's form of `module` (what `module()` made), not the
+        module as written, and what hlogen changed; None where it ran it as written (or
+        is the interpreter). Asked after a run in this process (the executable is cached)."""
+        if not self.declared.compiles:
+            return None
+        executable = compile_for(module, backend=backends.get(self.backend),
+                                 xla_options=self.xla_options)
+        return getattr(executable, "fallback", None)
 
     def run(self, module: Computation, inputs) -> list:
         """The result leaves of `module` (what `module()` made) on this side."""
@@ -176,6 +200,23 @@ class Comparison:
     tolerance: Tolerance
     iterations: list
     xla_flags: str  # XLA_FLAGS, in force on both sides
+    # per side ("test", "reference") that ran hlogen's form, not the module as written: why
+    fallbacks: dict = dataclasses.field(default_factory=dict)
+    # where the differences of the last iteration are born, and who is wrong
+    # (hlogen.differential.origin.Finding; with_findings adds them); None where not asked for
+    findings: list | None = None
+    strict: bool = False  # allowed findings count as differences
+    unexplained: str | None = None  # why no finding could be had, where none could
+
+    @property
+    def failed(self) -> bool:
+        """Whether a difference counts: one whose finding the spec does not allow (any,
+        `strict`), or one no finding explains."""
+        if self.ok:
+            return False
+        if not self.findings or self.strict:
+            return True
+        return any(not f.allowed for f in self.findings)
 
     @property
     def ok(self) -> bool:
@@ -189,7 +230,11 @@ class Comparison:
     def to_json(self) -> dict:
         return {"computation": self.computation, "ok": self.ok, "test": self.test.to_json(),
                 "reference": self.reference.to_json(), "tolerance": self.tolerance.to_json(),
-                "xla_flags": self.xla_flags, "iterations": [i.to_json() for i in self.iterations]}
+                "xla_flags": self.xla_flags, "fallbacks": dict(self.fallbacks),
+                "iterations": [i.to_json() for i in self.iterations],
+                **({} if self.findings is None else
+                   {"findings": [f.to_json() for f in self.findings]}),
+                **({"unexplained": self.unexplained} if self.unexplained else {})}
 
     def text(self) -> str:
         last = self.iterations[-1]
@@ -206,7 +251,19 @@ class Comparison:
         test, reference = (side.backend + ONE_DEVICE * side.one_device
                            for side in (self.test, self.reference))
         lines += [r.text(f"test {test}", f"reference {reference}") for r in last.results]
+        lines += [f"note: the {which} side: {why}" for which, why in self.fallbacks.items()]
+        if self.findings is not None and not self.ok:
+            lines += [f"finding {k}: {f.text()}" for k, f in enumerate(self.findings, 1)] or \
+                [f"no finding: {self.unexplained or _NO_ORIGIN}"]
+            allowed = sum(f.allowed for f in self.findings)
+            if allowed and not self.failed:
+                lines.append(f"every difference is allowed by the spec ({allowed} "
+                             f"finding{'s' if allowed > 1 else ''}): no bug")
         return "\n".join(lines)
+
+
+_NO_ORIGIN = ("no op of main differs by itself, given the reference's values of its operands "
+              "(the difference is in the results as a whole)")
 
 
 def compare(computation: Computation, inputs=None, test=backends.CPU.name,
@@ -227,6 +284,8 @@ def compare(computation: Computation, inputs=None, test=backends.CPU.name,
     before each side compiles and runs (the command line names a side that dies).
     `runner(side, module, inputs)`: how a side runs a module (default `Side.run`, in this
     process; hlogen.differential.isolated's Children run it in a child process that may die).
+    Where results differ, hlogen.differential.origin.with_findings adds where each
+    difference is born and who is wrong.
     """
     tolerance = Tolerance(abs, rel, ulp, bitwise) if tolerance is None else tolerance
     sides = Side.of(test, test_options), Side.of(reference, reference_options)
@@ -258,8 +317,11 @@ def compare(computation: Computation, inputs=None, test=backends.CPU.name,
                               middle - start, end - middle))
         if not done[-1].ok:
             break
+    fallbacks = {} if runner is not None else {
+        which: why for which, side, module in zip(("test", "reference"), sides, modules)
+        if (why := side.fallback(module)) is not None}
     return Comparison(computation.name, sides[0], sides[1], tolerance, done,
-                      os.environ.get("XLA_FLAGS", ""))
+                      os.environ.get("XLA_FLAGS", ""), fallbacks)
 
 
 def leaf_names(computation: Computation) -> list:
