@@ -455,6 +455,14 @@ def test_a_flushed_subnormal_is_named():
     judgement = arbitrate(alone, [tiny, one], test, reference)
     assert judgement.verdict is Verdict.TEST_WRONG and "subnormal" in judgement.reason
     assert judgement.ulps == {"test": 1.0, "reference": 0.0}
+    # a subnormal operand read as zero: fmod(x, x) is 0, XLA's fmod(0, 0) NaN
+    x = np.array([2.0 ** -1030], np.float64)
+    remainder = single_op(ops.rem, hg.f64[1], hg.f64[1])
+    test, reference = run(remainder, "cpu", x, x), hg.interpret(remainder, x, x)
+    assert np.isnan(test[0]) and reference[0] == 0
+    judgement = arbitrate(remainder, [x, x], test, reference)
+    assert judgement.verdict is Verdict.TEST_WRONG and "operands hold subnormals" in \
+        judgement.reason
 
 
 def test_an_op_without_a_model_is_undetermined():

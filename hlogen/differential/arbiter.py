@@ -39,7 +39,7 @@ from hlogen import types as T
 from hlogen.computation import Computation
 from hlogen.differential import allowed, exact
 from hlogen.differential.exact import Open
-from hlogen.differential.near import json_value
+from hlogen.differential.near import json_value, subnormal
 from hlogen.mlir import enum_attribute, ints_attribute
 
 LIMIT = 16   # differing elements judged (the errors are the largest over these): the cheap path
@@ -118,8 +118,13 @@ def arbitrate(alone: Computation, operands: list, test, reference, *, result: in
         accuracy = allowed.accuracy(name, complex_operands)
         part = np.real(np.zeros((), dtype)).dtype  # (a complex result's by its parts' type)
         bound = accuracy.bound(T.element_type(part).name) if accuracy else 1.0
-        return _judge(name, model, differing[:limit], int(differing.size), test, reference,
-                      dtype, strict, bound)
+        judgement = _judge(name, model, differing[:limit], int(differing.size), test,
+                           reference, dtype, strict, bound)
+    if judgement.verdict is Verdict.TEST_WRONG and "subnormal" not in judgement.reason and \
+            any(subnormal(v).any() for v in operands):
+        judgement = dataclasses.replace(judgement, reason=judgement.reason + (
+            "; its operands hold subnormals, and XLA CPU flushes subnormals to zero"))
+    return judgement
 
 
 def _undetermined(reason: str) -> Judgement:
