@@ -492,3 +492,24 @@ def test_reduce_precision_rounds_as_the_narrow_type():
                       for v, r in zip(x, rounded)], ml_dtypes.bfloat16).astype(np.float32)
     judgement = arbitrate(alone, [x], other, rounded)
     assert judgement.verdict is Verdict.TEST_WRONG and len(judgement.elements) == 3
+
+
+def test_complex_dot_in_another_order_is_allowed():
+    """A c64 dot of 32 terms: its parts are sums of 64 real products, exact here with
+    fractions; XLA's and the interpreter's differ, each within the bound of the sum."""
+    rng = np.random.default_rng(5)
+    x = (rng.standard_normal((4, 32)) + 1j * rng.standard_normal((4, 32))).astype(np.complex64)
+    w = (rng.standard_normal((32, 4)) + 1j * rng.standard_normal((32, 4))).astype(np.complex64)
+    alone = single_op(ops.dot, hg.c64[4, 32], hg.c64[32, 4])
+    test, reference = run(alone, "cpu", x, w), hg.interpret(alone, x, w)
+    assert (test != reference).any()
+    i, j = [int(v[0]) for v in np.nonzero(test != reference)]
+    pairs = [(complex(p), complex(q)) for p, q in zip(x[i], w[:, j])]
+    real = sum(Fraction(p.real) * Fraction(q.real) - Fraction(p.imag) * Fraction(q.imag)
+               for p, q in pairs)
+    judgement = arbitrate(alone, [x, w], test, reference)
+    assert (judgement.verdict, judgement.allowed_class) == (Verdict.ALLOWED, "summation-order")
+    assert float(judgement.exact[0][1:-1].split(", ")[0]) == pytest.approx(float(real), rel=1e-15)
+    off = test.copy()
+    off[i, j] += 0.01
+    assert arbitrate(alone, [x, w], off, reference).verdict is Verdict.TEST_WRONG
