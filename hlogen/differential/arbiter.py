@@ -38,6 +38,7 @@ from hlogen import loading, mlir, runtime
 from hlogen import types as T
 from hlogen.computation import Computation
 from hlogen.differential import allowed, exact
+from hlogen.errors import HlogenError
 from hlogen.differential.exact import Open
 from hlogen.differential.near import json_value, subnormal
 from hlogen.mlir import enum_attribute, ints_attribute
@@ -110,16 +111,21 @@ def arbitrate(alone: Computation, operands: list, test, reference, *, result: in
         if not differing.size:
             return Judgement(Verdict.ALLOWED, {"test": 0, "reference": 0}, [], [],
                              "the two sides agree bit for bit")
-        model = _model(op, operands, result, alone)  # (only now: a convolution's costs a run)
-        if model is None:
-            return _undetermined(f"no exact model of {name} with these types and attributes "
-                                 f"(docs/accuracy.md lists the ops the arbiter models)")
-        complex_operands = any(exact.kind(v.dtype) == T.COMPLEX for v in operands)
-        accuracy = allowed.accuracy(name, complex_operands)
-        part = np.real(np.zeros((), dtype)).dtype  # (a complex result's by its parts' type)
-        bound = accuracy.bound(T.element_type(part).name) if accuracy else 1.0
-        judgement = _judge(name, model, differing[:limit], int(differing.size), test,
-                           reference, dtype, strict, bound)
+        try:
+            model = _model(op, operands, result, alone)  # (only now: a convolution's costs a run)
+            if model is None:
+                return _undetermined(f"no exact model of {name} with these types and attributes "
+                                     f"(docs/accuracy.md lists the ops the arbiter models)")
+            complex_operands = any(exact.kind(v.dtype) == T.COMPLEX for v in operands)
+            accuracy = allowed.accuracy(name, complex_operands)
+            part = np.real(np.zeros((), dtype)).dtype  # (a complex result's by its parts' type)
+            bound = accuracy.bound(T.element_type(part).name) if accuracy else 1.0
+            judgement = _judge(name, model, differing[:limit], int(differing.size), test,
+                               reference, dtype, strict, bound)
+        except (ArithmeticError, ValueError, TypeError, KeyError, IndexError,
+                HlogenError) as error:  # a type or case the models do not cover: not a verdict
+            return _undetermined(f"the exact model of {name} does not cover these values "
+                                 f"({type(error).__name__}: {error})")
     if judgement.verdict is Verdict.TEST_WRONG and "subnormal" not in judgement.reason and \
             any(subnormal(v).any() for v in operands):
         judgement = dataclasses.replace(judgement, reason=judgement.reason + (
