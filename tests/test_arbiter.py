@@ -513,3 +513,17 @@ def test_complex_dot_in_another_order_is_allowed():
     off = test.copy()
     off[i, j] += 0.01
     assert arbitrate(alone, [x, w], off, reference).verdict is Verdict.TEST_WRONG
+
+
+def test_each_result_of_a_sort_is_judged_by_its_own_values():
+    """A sort of keys and values: result 1 (the values) in the keys' order, stable."""
+    keys = np.array([3, 1, 2, 1], np.int32)
+    values = np.array([10.0, 20.0, 30.0, 40.0], np.float32)
+    alone = single_op(lambda k, v: ops.sort([k, v], dimension=0, is_stable=True),
+                      hg.s32[4], hg.f32[4])
+    _, reference = hg.interpret(alone, keys, values)
+    order = sorted(range(4), key=lambda i: int(keys[i]))  # Python's sort is stable
+    assert reference.tolist() == [float(values[i]) for i in order] == [20.0, 40.0, 30.0, 10.0]
+    swapped = reference[[1, 0, 2, 3]]
+    judgement = arbitrate(alone, [keys, values], swapped, reference, result=1)
+    assert judgement.verdict is Verdict.TEST_WRONG and judgement.exact == ["20", "40"]
