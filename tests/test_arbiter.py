@@ -455,6 +455,14 @@ def test_a_flushed_subnormal_is_named():
     judgement = arbitrate(alone, [tiny, one], test, reference)
     assert judgement.verdict is Verdict.TEST_WRONG and "subnormal" in judgement.reason
     assert judgement.ulps == {"test": 1.0, "reference": 0.0}
+    # a subnormal operand read as zero: fmod(x, x) is 0, XLA's fmod(0, 0) NaN
+    x = np.array([2.0 ** -1030], np.float64)
+    remainder = single_op(ops.rem, hg.f64[1], hg.f64[1])
+    test, reference = run(remainder, "cpu", x, x), hg.interpret(remainder, x, x)
+    assert np.isnan(test[0]) and reference[0] == 0
+    judgement = arbitrate(remainder, [x, x], test, reference)
+    assert judgement.verdict is Verdict.TEST_WRONG and "operands hold subnormals" in \
+        judgement.reason
 
 
 def test_an_op_without_a_model_is_undetermined():
@@ -484,3 +492,38 @@ def test_reduce_precision_rounds_as_the_narrow_type():
                       for v, r in zip(x, rounded)], ml_dtypes.bfloat16).astype(np.float32)
     judgement = arbitrate(alone, [x], other, rounded)
     assert judgement.verdict is Verdict.TEST_WRONG and len(judgement.elements) == 3
+
+
+def test_complex_dot_in_another_order_is_allowed():
+    """A c64 dot of 32 terms: its parts are sums of 64 real products, exact here with
+    fractions; XLA's and the interpreter's differ, each within the bound of the sum."""
+    rng = np.random.default_rng(5)
+    x = (rng.standard_normal((4, 32)) + 1j * rng.standard_normal((4, 32))).astype(np.complex64)
+    w = (rng.standard_normal((32, 4)) + 1j * rng.standard_normal((32, 4))).astype(np.complex64)
+    alone = single_op(ops.dot, hg.c64[4, 32], hg.c64[32, 4])
+    test, reference = run(alone, "cpu", x, w), hg.interpret(alone, x, w)
+    assert (test != reference).any()
+    i, j = [int(v[0]) for v in np.nonzero(test != reference)]
+    pairs = [(complex(p), complex(q)) for p, q in zip(x[i], w[:, j])]
+    real = sum(Fraction(p.real) * Fraction(q.real) - Fraction(p.imag) * Fraction(q.imag)
+               for p, q in pairs)
+    judgement = arbitrate(alone, [x, w], test, reference)
+    assert (judgement.verdict, judgement.allowed_class) == (Verdict.ALLOWED, "summation-order")
+    assert float(judgement.exact[0][1:-1].split(", ")[0]) == pytest.approx(float(real), rel=1e-15)
+    off = test.copy()
+    off[i, j] += 0.01
+    assert arbitrate(alone, [x, w], off, reference).verdict is Verdict.TEST_WRONG
+
+
+def test_each_result_of_a_sort_is_judged_by_its_own_values():
+    """A sort of keys and values: result 1 (the values) in the keys' order, stable."""
+    keys = np.array([3, 1, 2, 1], np.int32)
+    values = np.array([10.0, 20.0, 30.0, 40.0], np.float32)
+    alone = single_op(lambda k, v: ops.sort([k, v], dimension=0, is_stable=True),
+                      hg.s32[4], hg.f32[4])
+    _, reference = hg.interpret(alone, keys, values)
+    order = sorted(range(4), key=lambda i: int(keys[i]))  # Python's sort is stable
+    assert reference.tolist() == [float(values[i]) for i in order] == [20.0, 40.0, 30.0, 10.0]
+    swapped = reference[[1, 0, 2, 3]]
+    judgement = arbitrate(alone, [keys, values], swapped, reference, result=1)
+    assert judgement.verdict is Verdict.TEST_WRONG and judgement.exact == ["20", "40"]

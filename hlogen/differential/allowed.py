@@ -460,6 +460,7 @@ ACCURACY = {
         interpreter={"f64": 0.5, "f32": 0.5, "f16": 0.5, "bf16": 0.5}),
     **{f"stablehlo.{n} complex": CORRECT for n in ("add", "subtract", "negate")},
     **{f"stablehlo.{n} complex": EXACT for n in ("maximum", "minimum", "real", "imag")},
+    "stablehlo.dot_general complex": SUM,
     "stablehlo.multiply complex": COMPLEX_PRODUCT,
     "stablehlo.divide complex": COMPLEX_FUNCTION,
     "stablehlo.abs complex": FAITHFUL,
