@@ -411,6 +411,8 @@ def _probed(computation: Computation, distinct: bool):
     copy = computation.clone()
     main = copy.main
     block = main.regions[0].blocks[0]
+    with mlir.context():  # a called function's ops are main's (jax's exports call their body)
+        mlir.inline_calls(block, mlir.functions(copy.module))
     probes, values = [], []
     for position, op in enumerate(block.operations):
         op = op.operation

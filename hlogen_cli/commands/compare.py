@@ -44,7 +44,8 @@ def comparison_arguments(command):
               help="Stop and fail (exit 1) when it takes longer.")
 @click.option("--strict", is_flag=True,
               help="Count the differences the spec allows (a finding whose verdict is "
-                   "'allowed') as differences too: exit 1 for them.")
+                   "'allowed') as differences too: exit 1 for them. --bitwise implies it "
+                   "(every bit counts).")
 @reports_errors
 def command(file, function_name, sides, inputs, tolerance, iterations, shown, json_path,
             timeout, strict):
@@ -56,7 +57,8 @@ def command(file, function_name, sides, inputs, tolerance, iterations, shown, js
     infinity matches only itself, integers exactly. Where results differ, each difference
     is followed to the op where it is born (given the reference's values of its operands,
     the test side's op alone differs) and judged by exact math: its findings. Exit 1 when
-    a finding is not allowed by the spec (or with --strict, any difference), 0 when not.
+    a finding is not allowed by the spec (or with --strict or --bitwise, any difference),
+    0 when not.
     The test side gets the module as written (as jax gives it to XLA); hlogen's rewrites
     are the interpreter's. IN: any module hlogen run reads (an HloSnapshot runs with its
     arguments)."""
@@ -69,7 +71,7 @@ def command(file, function_name, sides, inputs, tolerance, iterations, shown, js
                        {"file": file, "function_name": function_name, "sides": sides,
                         "inputs": dataclasses.asdict(inputs), "tolerance": tolerance.keywords(),
                         "iterations": iterations, "shown": shown, "json_path": json_path,
-                        "strict": strict},
+                        "strict": strict or tolerance.bitwise},
                        file, timeout)
 
 
