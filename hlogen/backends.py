@@ -108,6 +108,13 @@ class Backend:
         return hash(self.name)
 
     @property
+    def has_compiler(self) -> bool:
+        """XLA or a compiler of its own (IREE) compiles its modules: a module's constants
+        are better passed as parameters, which its folder cannot compute at compile time
+        (the conformance runner lifts them)."""
+        return self.compiles or self.takes_flags
+
+    @property
     def plain_name(self) -> str:
         """Its name without the XLA options `with_options` named it by."""
         return self.name.split("[", 1)[0]
@@ -638,10 +645,29 @@ IREE_CARRIED = frozenset({"f8e4m3b11fnuz", "f8e4m3", "f8e3m4", "f4e2m1fn", "s2",
 _IREE_TAKES = frozenset(t for t in T.ELEMENT_TYPES if t not in IREE_CARRIED)
 
 
+def _fraction_of_a_byte(value) -> bool:
+    if not isinstance(value.type, ir.RankedTensorType):
+        return False
+    shape = mlir.shape_of_type(value.type)
+    if shape.element_type.bits >= 8 or any(not isinstance(d, int) or d < 0
+                                           for d in shape.dimensions):
+        return False
+    count = 1
+    for d in shape.dimensions:
+        count *= d
+    return count * shape.element_type.bits % 8 != 0
+
+
 def _iree_module_refusal(module: ir.Module, num_replicas: int):
     if num_replicas > 1:
         return None, (f"num_replicas={num_replicas}: IREE's CPU runtime runs one replica "
                       f"(it implements no collectives)")
+    for op in mlir.walk(module):
+        for value in (*op.results, *(a for r in op.regions for blk in r for a in blk.arguments)):
+            if _fraction_of_a_byte(value) and _element_type(value).name != "pred":
+                return op, (f"IREE stores each tensor in whole bytes: {value.type} of "
+                            f"{_element_type(value).bits}-bit elements is not a whole number "
+                            f"of bytes ('stream.tensor.sizeof' fails)")
     return None
 
 
