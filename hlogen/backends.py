@@ -578,7 +578,10 @@ def _philox(op) -> bool:
 
 
 def _stable_sort(op) -> bool:
-    return "is_stable" in op.attributes and ir.BoolAttr(op.attributes["is_stable"]).value
+    # where stability shows: other operands carried along, or floats that compare equal
+    # with other bits (-0 and +0, NaNs); a lone integer operand's equal keys are the same
+    return "is_stable" in op.attributes and ir.BoolAttr(op.attributes["is_stable"]).value and (
+        len(op.operands) > 1 or _element_type(op.operands[0]).kind in (T.FLOAT, T.COMPLEX))
 
 
 _NO_LIBM = ("IREE's llvm-cpu executables link no libm: {} of {} fails to link "

@@ -276,14 +276,16 @@ def test_compare_and_fuzz_with_iree_on_one_side(tmp_path):
     (tmp_path / "m.mlir").write_text(_MODULE)
     compared = hlogen_in(tmp_path, "compare", "m.mlir", "--test", "iree", "--reference", "cpu")
     assert compared.returncode == 0, compared.stderr
-    fuzzed = hlogen_in(tmp_path, "fuzz", "--test", "iree", "--reference", "cpu", "--iterations", "2",
-                         "--seed", "1")
+    fuzzed = hlogen_in(tmp_path, "fuzz", "-o", "found", "--test", "iree", "--reference", "cpu",
+                       "--programs", "4", "--seed", "1")
     assert fuzzed.returncode in (0, 1), fuzzed.stderr
-    assert "iree" in fuzzed.stdout + fuzzed.stderr
+    assert "4 programs in" in fuzzed.stdout + fuzzed.stderr
+    assert '"backend": "iree"' in (tmp_path / "found" / "summary.json").read_text()
 
 
 def test_check_writes_junit(tmp_path):
     (tmp_path / "add.mlir").write_text(
+        "// RUN: stablehlo-translate --interpret %s\n\n"
         "func.func @main() {\n"
         "  %0 = stablehlo.constant dense<[1.0, 2.0]> : tensor<2xf64>\n"
         "  %1 = stablehlo.add %0, %0 : tensor<2xf64>\n"
@@ -292,5 +294,12 @@ def test_check_writes_junit(tmp_path):
     checked = hlogen_in(tmp_path, "check", "add.mlir", "--backend", "iree", "--junit", "out.xml")
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert "iree: 1 pass" in checked.stdout
-    assert 'name="iree"' in (tmp_path / "out.xml").read_text() or \
-        "iree" in (tmp_path / "out.xml").read_text()
+    assert "iree" in (tmp_path / "out.xml").read_text()
+
+
+def test_the_page_session(tmp_path, monkeypatch):
+    from tests import docs
+    from tests.test_cli_readme import fresh_clone, run_session
+    monkeypatch.setenv("HLOGEN_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.chdir(fresh_clone(tmp_path))
+    assert len(run_session(docs.console("docs/iree.md", "An example"))) == 6
