@@ -36,12 +36,12 @@ import time
 
 import numpy as np
 
-from hlogen import backends, dynamism, native
+from hlogen import dynamism, native
 from hlogen.backends import Backend
 from hlogen.computation import Computation
 from hlogen.errors import ExecutionError, InputError, UnsupportedError
 from hlogen.runtime.arrays import (check_signature, flatten_arguments, native as native_order,
-                                   replica_lists, replicated_call_error, structure_results)
+                                   replica_lists, structure_results)
 from hlogen.runtime.cache import ExecutableCache
 from hlogen.runtime.execution import carriers, check_results, prepare
 
