@@ -152,7 +152,8 @@ class Backend:
         (default: NAME[opt=value,...]), compiled and cached apart from the plain one."""
         if not self.compiles:
             raise InputError(f"backend {self.name!r}: XLA options apply to PJRT backends; "
-                             f"{self.words} compiles nothing")
+                             + (f"{self.words} is not XLA (its own flags: with_flags)"
+                                if self.takes_flags else f"{self.words} compiles nothing"))
         merged = dict(self.xla_options)
         merged.update(options)
         pairs = tuple(sorted(merged.items()))

@@ -174,7 +174,9 @@ class IreeExecutable:
 
     def __call__(self, *args):
         flat = [native_order(np.asarray(a)) for a in flatten_arguments(self.computation, args)]
-        raw = _worker().run(self, self._prepared.write_arguments(flat))
+        worker = _worker()
+        with worker.lock:  # one task at a time on its pipe
+            raw = worker.run(self, self._prepared.write_arguments(flat))
         results = self._prepared.read_results(raw)
         check_results(self.computation, self.backend, results, self._prepared.cut)
         return structure_results(self.computation.result_shapes, results)
@@ -238,6 +240,7 @@ class _Worker:
         self._folder = tempfile.TemporaryDirectory(prefix="hlogen-iree-runs-")
         self._runs = 0
         self._written: dict = {}  # vmfb key -> path
+        self.lock = threading.Lock()
 
     def run(self, exe: IreeExecutable, arrays: list) -> list:
         if self._worker is None or not self._worker.alive:
