@@ -101,14 +101,15 @@ _REFUSED = [  # (a small module, what the refusal says)
     ("(%a: tensor<2xi32>) -> tensor<2xbf16>",
      "%0 = stablehlo.convert %a : (tensor<2xi32>) -> tensor<2xbf16>\nreturn %0 : tensor<2xbf16>",
      "integer-to-bf16 conversion"),
+    ("(%a: tensor<4x2xui8>, %i: tensor<ui8>) -> tensor<4x2xui8>",
+     '%0 = "stablehlo.reduce_window"(%a, %i) ({\n^bb0(%x: tensor<ui8>, %y: tensor<ui8>):\n'
+     '%m = stablehlo.minimum %x, %y : tensor<ui8>\nstablehlo.return %m : tensor<ui8>\n}) '
+     '{window_dimensions = array<i64: 4, 1>, padding = dense<[[3, 0], [0, 0]]> : '
+     'tensor<2x2xi64>} : (tensor<4x2xui8>, tensor<ui8>) -> tensor<4x2xui8>\n'
+     'return %0 : tensor<4x2xui8>', "padded reduce_window of unsigned"),
     ("(%a: tensor<3xui16>) -> tensor<3xui16>",
      "%0 = stablehlo.reverse %a, dims = [0] : tensor<3xui16>\nreturn %0 : tensor<3xui16>",
-     "reverse of u16 or u64"),
-    ("(%a: tensor<4xui8>, %i: tensor<ui8>) -> tensor<3xui8>",
-     '%0 = "stablehlo.reduce_window"(%a, %i) ({\n^bb0(%x: tensor<ui8>, %y: tensor<ui8>):\n'
-     '%m = stablehlo.maximum %x, %y : tensor<ui8>\nstablehlo.return %m : tensor<ui8>\n}) '
-     '{window_dimensions = array<i64: 2>} : (tensor<4xui8>, tensor<ui8>) -> tensor<3xui8>\n'
-     'return %0 : tensor<3xui8>', "reduce_window of unsigned"),
+     "reverse of unsigned integers"),
     ("(%a: tensor<4x4xcomplex<f32>>) -> tensor<4x4xcomplex<f32>>",
      "%0 = stablehlo.fft %a, type = FFT, length = [4, 4] : (tensor<4x4xcomplex<f32>>) -> "
      "tensor<4x4xcomplex<f32>>\nreturn %0 : tensor<4x4xcomplex<f32>>", "more than one dimension"),
@@ -129,15 +130,15 @@ _REFUSED = [  # (a small module, what the refusal says)
      "return %0 : tensor<2xcomplex<f64>>", "SIGSEGV on a bitcast_convert of complex<f64>"),
     ("(%a: tensor<2xf8E8M0FNU>) -> tensor<2xf8E8M0FNU>",
      "return %a : tensor<2xf8E8M0FNU>", "wrong values"),
-    ("(%a: tensor<1x2x4xf32>, %s: tensor<1x1x2xf32>, %i: tensor<f32>) -> tensor<1x2x4xf32>",
+    ("(%a: tensor<1x2x4xf32>, %s: tensor<1x1x3xf32>, %i: tensor<f32>) -> tensor<1x2x4xf32>",
      '%0 = "stablehlo.select_and_scatter"(%a, %s, %i) ({\n'
      '^bb0(%x: tensor<f32>, %y: tensor<f32>):\n'
      '%c = stablehlo.compare GE, %x, %y : (tensor<f32>, tensor<f32>) -> tensor<i1>\n'
      'stablehlo.return %c : tensor<i1>\n}, {\n^bb0(%x: tensor<f32>, %y: tensor<f32>):\n'
      '%m = stablehlo.add %x, %y : tensor<f32>\nstablehlo.return %m : tensor<f32>\n}) '
-     '{window_dimensions = array<i64: 1, 2, 2>, window_strides = array<i64: 1, 2, 2>} : '
-     '(tensor<1x2x4xf32>, tensor<1x1x2xf32>, tensor<f32>) -> tensor<1x2x4xf32>\n'
-     'return %0 : tensor<1x2x4xf32>', "select_and_scatter of rank other than 2"),
+     '{window_dimensions = array<i64: 1, 2, 2>, window_strides = array<i64: 1, 2, 1>} : '
+     '(tensor<1x2x4xf32>, tensor<1x1x3xf32>, tensor<f32>) -> tensor<1x2x4xf32>\n'
+     'return %0 : tensor<1x2x4xf32>', "windows overlap"),
     ("(%a: tensor<2x3x4xf32>, %i: tensor<1x2xi32>, %u: tensor<1x3xf32>) -> tensor<2x3x4xf32>",
      '%0 = "stablehlo.scatter"(%a, %i, %u) ({\n^bb0(%x: tensor<f32>, %y: tensor<f32>):\n'
      'stablehlo.return %y : tensor<f32>\n}) {scatter_dimension_numbers = '
@@ -324,3 +325,28 @@ def test_reduce_finds_iree_s_own_tangent(tmp_path):
     assert "5 ops -> 1" in reduced.stderr
     small = (tmp_path / "small.mlir").read_text()
     assert "stablehlo.tan" in small and "stablehlo.multiply" not in small
+
+
+def test_tiled_select_and_scatter_and_an_unpadded_unsigned_window_run_as_on_xla():
+    comp = _main(
+        "(%a: tensor<2x4x6xf32>, %s: tensor<2x2x2xf32>, %i: tensor<f32>, %u: tensor<4x6xui8>, "
+        "%j: tensor<ui8>) -> (tensor<2x4x6xf32>, tensor<3x5xui8>)",
+        '%0 = "stablehlo.select_and_scatter"(%a, %s, %i) ({\n'
+        '^bb0(%x: tensor<f32>, %y: tensor<f32>):\n'
+        '%c = stablehlo.compare GE, %x, %y : (tensor<f32>, tensor<f32>) -> tensor<i1>\n'
+        'stablehlo.return %c : tensor<i1>\n}, {\n^bb0(%x: tensor<f32>, %y: tensor<f32>):\n'
+        '%m = stablehlo.add %x, %y : tensor<f32>\nstablehlo.return %m : tensor<f32>\n}) '
+        '{window_dimensions = array<i64: 1, 2, 3>, window_strides = array<i64: 1, 2, 3>} : '
+        '(tensor<2x4x6xf32>, tensor<2x2x2xf32>, tensor<f32>) -> tensor<2x4x6xf32>\n'
+        '%1 = "stablehlo.reduce_window"(%u, %j) ({\n^bb0(%x: tensor<ui8>, %y: tensor<ui8>):\n'
+        '%m = stablehlo.maximum %x, %y : tensor<ui8>\nstablehlo.return %m : tensor<ui8>\n}) '
+        '{window_dimensions = array<i64: 2, 2>} : (tensor<4x6xui8>, tensor<ui8>) -> '
+        'tensor<3x5xui8>\nreturn %0, %1 : tensor<2x4x6xf32>, tensor<3x5xui8>')
+    rng = np.random.default_rng(0)
+    args = (rng.permutation(48).reshape(2, 4, 6).astype(np.float32),
+            rng.standard_normal((2, 2, 2)).astype(np.float32), np.float32(0),
+            rng.integers(0, 255, (4, 6)).astype(np.uint8), np.uint8(0))
+    args = tuple(np.asarray(a) for a in args)
+    for got, want in zip(hg.compile(comp, backend="iree")(*args),
+                         hg.compile(comp, backend="cpu")(*args)):
+        np.testing.assert_array_equal(got, want)
