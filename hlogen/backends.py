@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import importlib.util
 import os
 import threading
 from typing import Callable, Mapping
@@ -527,7 +528,6 @@ IREE_VERSION = "3.13"  # the release these refusals were measured with (pyprojec
 def _iree_missing() -> str | None:
     """Why IREE's compiler or runtime cannot be used here, or None (found, not imported:
     importing them is the runtime's business)."""
-    import importlib.util
     for module in ("iree.compiler", "iree.runtime"):
         try:
             found = importlib.util.find_spec(module)

@@ -25,11 +25,13 @@ import collections
 import difflib
 import functools
 import importlib.metadata
+import json
 import os
 import pickle
 import re
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -61,7 +63,7 @@ _lock = threading.Lock()
 def tool() -> str | None:
     """The iree-compile executable of the installed iree-base-compiler, or None."""
     try:
-        from iree.compiler.tools.binaries import find_tool
+        from iree.compiler.tools.binaries import find_tool  # optional dependency (hlogen[iree])
         return find_tool("iree-compile")
     except Exception:  # not installed, or its tools are missing
         return None
@@ -300,13 +302,11 @@ def _worker() -> _Worker:
 def serve() -> None:
     """The worker: loads each .vmfb once (by path) into a context on IREE's local-task
     driver, runs its `main` on the pickled inputs and pickles the results."""
-    import iree.runtime as rt
+    import iree.runtime as rt  # optional dependency (hlogen[iree]), in the worker only
     answers = native.answer_channel()
     config = rt.Config("local-task")
     loaded: collections.OrderedDict = collections.OrderedDict()  # path -> main
-    answers.write('{"ready": true}\n')
-    import json
-    import sys
+    answers.write(json.dumps({"ready": True}) + "\n")
     for line in sys.stdin:
         if not line.strip():
             continue
