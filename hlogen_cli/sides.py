@@ -73,8 +73,9 @@ def sides_of(sides: dict) -> tuple:
         side = differential.Side(declared, through_hlo, one_device)
         if not declared.compiles:
             if own:
-                raise InputError(f"--{which}-flag: the {which} side, {side.backend}, compiles "
-                                 f"nothing")
+                raise InputError(f"--{which}-flag: the {which} side, {side.backend}, "
+                                 + (f"is not XLA (its own flags: {side.backend}[--FLAG=VALUE])"
+                                    if declared.takes_flags else "compiles nothing"))
             made[which] = side
             continue
         made[which] = differential.Side.of(side, options_of.merged(both, own))
