@@ -46,6 +46,7 @@ class Kind(enum.Enum):
     row of hlogen.runtime.COMPILERS, which names the runtime module that compiles it."""
     INTERPRETER = "interpreter"
     PJRT = "pjrt"
+    IREE = "iree"  # IREE's own compiler (iree-compile) and runtime, the extra hlogen[iree]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,7 +81,14 @@ class Backend:
     refuses_module: Callable[[ir.Module, int], tuple[ir.Operation, str] | None] | None = None
     rewrites: tuple = tuple(XLA_SEMANTICS)  # hlogen.rewrites entries, tried in order
     readable: frozenset | None = None  # None: every element type (PJRT's, always)
+    # the parameter element types it takes as they are (None: every one); the others are
+    # passed in carriers and converted inside (hlogen.runtime.execution)
+    passable: frozenset | None = None
     xla_options: tuple = ()  # (name, value) pairs every compile gets (see with_options)
+    # a compiler of its own (not XLA) that takes command-line flags: "--NAME=VALUE" strings
+    # every compile gets (see with_flags; its runtime module checks them)
+    takes_flags: bool = False
+    flags: tuple = ()
     # a PJRT plugin's facts: its library, what it says of itself (hlogen.runtime.plugins)
     identity: Mapping[str, str] = dataclasses.field(default_factory=dict)
     # XLA compiles its modules: it takes XLA options, its executables have a disk cache
@@ -98,6 +106,13 @@ class Backend:
 
     def __hash__(self) -> int:  # (a name is declared once: equal backends have one name)
         return hash(self.name)
+
+    @property
+    def has_compiler(self) -> bool:
+        """XLA or a compiler of its own (IREE) compiles its modules: a module's constants
+        are better passed as parameters, which its folder cannot compute at compile time
+        (the conformance runner lifts them)."""
+        return self.compiles or self.takes_flags
 
     @property
     def plain_name(self) -> str:
@@ -129,6 +144,9 @@ class Backend:
     def reads_as_is(self, et: T.ElementType) -> bool:
         return self.readable is None or et.name in self.readable
 
+    def passes_as_is(self, et: T.ElementType) -> bool:
+        return self.passable is None or et.name in self.passable
+
     def with_options(self, options: Mapping[str, object], name: str | None = None) -> "Backend":
         """This backend under other XLA options (a PJRT backend): declared under `name`
         (default: NAME[opt=value,...]), compiled and cached apart from the plain one."""
@@ -142,6 +160,23 @@ class Backend:
             base = self.plain_name
             name = base + "[" + ",".join(f"{k}={v}" for k, v in pairs) + "]" if pairs else base
         return declare(dataclasses.replace(self, name=name, xla_options=pairs))
+
+
+    def with_flags(self, flags) -> "Backend":
+        """This backend with its compiler's own command-line flags (IREE's
+        "--iree-opt-level=O2"), declared as NAME[--flag=value,...] and compiled apart."""
+        if not self.takes_flags:
+            raise InputError(f"backend {self.name!r}: {self.words} takes no compiler flags "
+                             f"(XLA's options: with_options, --xla-flag)")
+        given = tuple(flags)
+        for flag in given:
+            if not (isinstance(flag, str) and flag.startswith("--") and len(flag) > 2
+                    and "," not in flag):
+                raise InputError(f"backend {self.name!r}: a compiler flag is --NAME or "
+                                 f"--NAME=VALUE (no comma), got {flag!r}")
+        merged = (*self.flags, *given)
+        name = self.plain_name + ("[" + ",".join(merged) + "]" if merged else "")
+        return declare(dataclasses.replace(self, name=name, flags=merged))
 
 
 BACKENDS: dict[str, Backend] = {}  # by name, in the order declared
@@ -200,7 +235,14 @@ def get(name) -> Backend:
     found = BACKENDS.get(name)
     if found is None:
         found = discover().get(name)
+    if found is None and isinstance(name, str) and name.endswith("]") and "[" in name:
+        base = BACKENDS.get(name.split("[", 1)[0])  # iree[--iree-opt-level=O2]
+        if base is not None and base.takes_flags:
+            return base.with_flags(name[len(base.name) + 1:-1].split(","))
     if found is None:
+        plain = name.split("[", 1)[0] if isinstance(name, str) else name
+        if plain in UNAVAILABLE:
+            raise UnsupportedError(f"backend {name!r} cannot be used: {UNAVAILABLE[plain]}")
         if name in UNAVAILABLE:
             raise UnsupportedError(f"backend {name!r} cannot be used: {UNAVAILABLE[name]}")
         raise InputError(f"backend must be one of {', '.join(names())} (or None for jax's "
@@ -472,3 +514,181 @@ INTERPRET = declare(Backend(
         _parallel_runner_refusal(module, num_replicas)),
     rewrites=(*XLA_SEMANTICS, *decompositions.RULES, *random_bits.RULES, *dynamism.RULES),
     readable=mlir.ATTRIBUTE_READABLE))
+
+
+# -- IREE (the extra hlogen[iree]) -------------------------------------------------------------
+# Measured with iree-base-compiler and iree-base-runtime 3.13.0 on llvm-cpu (the shared
+# notes' IREE_NOTES.md): what it fails to compile, ends the process on, or computes wrongly.
+
+IREE_VERSION = "3.13"  # the release these refusals were measured with (pyproject's pin)
+
+
+def _iree_missing() -> str | None:
+    """Why IREE's compiler or runtime cannot be used here, or None (found, not imported:
+    importing them is the runtime's business)."""
+    import importlib.util
+    for module in ("iree.compiler", "iree.runtime"):
+        try:
+            found = importlib.util.find_spec(module)
+        except (ImportError, ValueError):
+            found = None
+        if found is None:
+            return (f"{module} is not installed: IREE is the extra hlogen[iree] "
+                    f"(pip install 'hlogen[iree]', IREE {IREE_VERSION})")
+    return None
+
+
+def _dims(op, name: str) -> list[int]:
+    return list(ir.DenseI64ArrayAttr(op.attributes[name])) if name in op.attributes else []
+
+
+def _scatter_dims(op):
+    # iree_linalg_ext.scatter takes index dimensions that are a leading run of the operand's
+    # ([0], [0, 1], any single one); others fail ("expected indices to be equal to batch rank")
+    dims = list(stablehlo.ScatterDimensionNumbers(
+        op.attributes["scatter_dimension_numbers"]).scattered_dims_to_operand_dims)
+    if len(dims) >= 2 and dims != list(range(len(dims))):
+        return (f"IREE fails to compile a scatter whose scatter_dims_to_operand_dims {dims} is "
+                f"not a leading run [0, 1, ...] of the operand's dimensions")
+    return None
+
+
+def _of_kind(*kinds, bits=None):
+    """A predicate: the op's first operand (or result) has an element type of `kinds`
+    (and, if given, of `bits` bits)."""
+    def found(op):
+        value = op.operands[0] if len(op.operands) else op.results[0]
+        et = _element_type(value)
+        return et.kind in kinds and (bits is None or et.bits in bits)
+    return found
+
+
+def _rank_other_than(*ranks):
+    def found(op):
+        return mlir.shape_of_type(op.operands[0].type).rank not in ranks
+    return found
+
+
+def _complex128_constant(op) -> bool:
+    return _element_type(op.results[0]).name == "c128"
+
+
+def _philox(op) -> bool:
+    return mlir.enum_attribute(op, "rng_algorithm") == "PHILOX"
+
+
+def _stable_sort(op) -> bool:
+    return "is_stable" in op.attributes and ir.BoolAttr(op.attributes["is_stable"]).value
+
+
+_NO_LIBM = ("IREE's llvm-cpu executables link no libm: {} of {} fails to link "
+            "(iree-lld: undefined symbol)")
+_IREE_COLLECTIVES = ("IREE's CPU runtime implements no collectives (\"collectives not "
+                     "implemented\" at run time)")
+
+IREE_REFUSES = {
+    "stablehlo.custom_call": Refusal("IREE's StableHLO input marks every custom_call illegal "
+                                     "(after hlogen's LAPACK rewrites, this one is native code)"),
+    "stablehlo.create_token": Refusal("IREE's StableHLO input has no tokens"),
+    "stablehlo.after_all": Refusal("IREE's StableHLO input has no tokens"),
+    **{name: Refusal("IREE runs one module, with nothing outside it to exchange data with")
+       for name in ("stablehlo.infeed", "stablehlo.outfeed", "stablehlo.send",
+                    "stablehlo.recv")},
+    **{name: Refusal(_IREE_COLLECTIVES) for name in collectives.OPS
+       if name != "stablehlo.partition_id"},
+    "stablehlo.rng": Refusal("its state is XLA's, kept in XLA's process, so IREE cannot give "
+                             "the same numbers; use rng_bit_generator, whose state is explicit"),
+    "stablehlo.rng_bit_generator": Refusal(
+        "IREE's PHILOX bits differ from XLA's (its new state agrees); THREE_FRY and DEFAULT "
+        "agree bitwise", _philox),
+    "stablehlo.scatter": Refusal("", _scatter_dims),
+    "stablehlo.select_and_scatter": Refusal(
+        "IREE fails to legalize a select_and_scatter of rank other than 2",
+        _rank_other_than(2)),
+    "stablehlo.fft": Refusal("IREE fails to legalize an FFT of more than one dimension",
+                             lambda op: len(_dims(op, "fft_length")) > 1),
+    "stablehlo.sort": Refusal(
+        "IREE's sort with is_stable = true is not stable (keys [1 0 1 0] come back in another "
+        "order of equal keys); sort with an index operand that breaks ties instead",
+        _stable_sort),
+    "stablehlo.constant": Refusal(
+        "iree-compile ends by SIGFPE on a complex<f64> constant (its constant packing); pass "
+        "the value as a parameter", _complex128_constant),
+    "stablehlo.bitcast_convert": Refusal(
+        "iree-compile ends by SIGSEGV on a bitcast_convert of complex<f64>",
+        lambda op: _element_type(op.operands[0]).name == "c128" or
+        _element_type(op.results[0]).name == "c128"),
+    "stablehlo.cbrt": Refusal("IREE has no cbrt of f64 or complex numbers ('math.cbrt' illegal)",
+                              lambda op: _element_type(op.operands[0]).name in
+                              ("f64", "c64", "c128")),
+    "stablehlo.atan2": Refusal(_NO_LIBM.format("atan2", "f64"), _of_kind(T.FLOAT, bits=(64,))),
+}
+for _name, _symbol in (("sine", "sin"), ("cosine", "cos"), ("tan", "cos"), ("tanh", "tanh")):
+    IREE_REFUSES[f"stablehlo.{_name}"] = Refusal(
+        _NO_LIBM.format(_symbol, f"f64 or complex<f64> {_name}"),
+        lambda op: _element_type(op.operands[0]).name in ("f64", "c128"))
+for _name in ("exponential", "exponential_minus_one", "log", "log_plus_one", "sqrt", "rsqrt",
+              "logistic", "power"):  # (f64 ones link: only complex<f64> needs sin, cos, atan2)
+    IREE_REFUSES[f"stablehlo.{_name}"] = Refusal(
+        _NO_LIBM.format("sin, cos or atan2", f"complex<f64> {_name}"),
+        lambda op: _element_type(op.operands[0]).name == "c128")
+IREE_REFUSES["stablehlo.reverse"] = Refusal(
+    "IREE fails to legalize a reverse of u16 or u64 values ('linalg.generic')",
+    lambda op: _element_type(op.operands[0]).name in ("u16", "u64"))
+IREE_REFUSES["stablehlo.reduce_window"] = Refusal(
+    "IREE fails to legalize a reduce_window of unsigned integers (\"unresolved target "
+    "materialization from ('ui64') to ('i64')\")", _of_kind(T.UNSIGNED))
+
+# what iree.runtime cannot pass as a parameter or hand back (a HAL element type it has no
+# numpy mapping for, or none at all): each travels as a byte and is converted inside
+IREE_CARRIED = frozenset({"f8e4m3b11fnuz", "f8e4m3", "f8e3m4", "f4e2m1fn", "s2", "u2", "s4", "u4"})
+_IREE_TAKES = frozenset(t for t in T.ELEMENT_TYPES if t not in IREE_CARRIED)
+
+
+def _fraction_of_a_byte(value) -> bool:
+    if not isinstance(value.type, ir.RankedTensorType):
+        return False
+    shape = mlir.shape_of_type(value.type)
+    if shape.element_type.bits >= 8 or any(not isinstance(d, int) or d < 0
+                                           for d in shape.dimensions):
+        return False
+    count = 1
+    for d in shape.dimensions:
+        count *= d
+    return count * shape.element_type.bits % 8 != 0
+
+
+def _iree_module_refusal(module: ir.Module, num_replicas: int):
+    if num_replicas > 1:
+        return None, (f"num_replicas={num_replicas}: IREE's CPU runtime runs one replica "
+                      f"(it implements no collectives)")
+    for op in mlir.walk(module):
+        for value in (*op.results, *(a for r in op.regions for blk in r for a in blk.arguments)):
+            if _fraction_of_a_byte(value) and _element_type(value).name != "pred":
+                return op, (f"IREE stores each tensor in whole bytes: {value.type} of "
+                            f"{_element_type(value).bits}-bit elements is not a whole number "
+                            f"of bytes ('stream.tensor.sizeof' fails)")
+    return None
+
+
+_iree_missing_why = _iree_missing()
+if _iree_missing_why is None:
+    IREE = declare(Backend(
+        name="iree", kind=Kind.IREE, words="IREE (llvm-cpu)", compiles=False, takes_flags=True,
+        description=f"IREE {IREE_VERSION}: its own StableHLO compiler (iree-compile, llvm-cpu) "
+                    f"and runtime, in a worker process",
+        refuses=IREE_REFUSES,
+        refuses_types={
+            "f8e8m0fnu": "IREE computes wrong values of it (2 + 2 gave 2)",
+            "f6e2m3fn": "IREE fails to compile f6 values ('vector.load' illegal)",
+            "f6e3m2fn": "IREE fails to compile f6 values ('vector.load' illegal)",
+        },
+        dialects=("stablehlo.", "func.", "chlo."),
+        refuses_module=_iree_module_refusal,
+        # XLA's semantics, and hlogen's formulations of what IREE lacks: Cholesky,
+        # triangular solve, jaxlib's LAPACK calls
+        rewrites=(*XLA_SEMANTICS, *(r for r in decompositions.RULES if r.op in (
+            "stablehlo.cholesky", "stablehlo.triangular_solve", "stablehlo.custom_call"))),
+        readable=_IREE_TAKES, passable=_IREE_TAKES))
+else:
+    UNAVAILABLE["iree"] = _iree_missing_why

@@ -42,8 +42,9 @@ def compiling(name: str | None):
     if name is None:
         return None
     declared = declaration(name)
-    if not declared.compiles:
-        raise InputError(f"--backend {name}: {declared.words} compiles nothing; XLA compiles "
+    if not declared.compiles:  # (IREE compiles, but not with XLA: no HLO, no analyses)
+        said = "is not XLA" if declared.takes_flags else "compiles nothing"
+        raise InputError(f"--backend {name}: {declared.words} {said}; XLA compiles "
                          f"for a PJRT backend: cpu, gpu or a plugin (hlogen devices lists them)")
     return declared
 
@@ -117,9 +118,13 @@ def compiled(comp, backend: str | None, no_cache: bool, num_replicas: int = 1,
     executable cache unless `no_cache` (the options are part of its key)."""
     isolation.status("compile", backend=backend)
     declared = None if backend is None else declaration(backend)
-    if declared is not None and not declared.compiles:  # no disk cache, no XLA options
-        return Compiled(hg.compile(comp, backend=declared, num_replicas=num_replicas),
-                        "prepared")
+    if declared is not None and not declared.compiles:  # no XLA options; IREE's disk cache
+        if xla_options:
+            hg.compile(comp, backend=declared, xla_options=xla_options)  # its refusal
+        exe = runtime.compiler(declared).compile(comp, declared, None if no_cache else _Cache(),
+                                                 num_replicas=num_replicas)
+        return Compiled(exe, {None: "prepared", "off": "compiled", "hit": "loaded from the cache",
+                              "miss": "compiled, stored in the cache"}[exe.cache_outcome])
     # jax loads here, not at the top: the child's start-up (0.5 s of jax) waits until the
     # module and the inputs are checked, so that bad input is refused at once (start-up)
     from hlogen.runtime import _jaxlib

@@ -195,7 +195,7 @@ def _load(path: str, index: int, backend: backends.Backend, record: dict,
         return None
     # blank lines first, so that MLIR's locations are lines of the file
     case = load_case("\n" * (module.line - 1) + module.text, path,
-                     lift_constants=backend.compiles)
+                     lift_constants=backend.has_compiler)
     record.update(op=case.primary_op, ops=case.ops, types=case.element_types)
     return case
 

@@ -223,8 +223,10 @@ def bisect(computation: Computation, inputs=None, test=backends.CPU.name,
     tolerance = Tolerance(abs, rel, ulp, bitwise)
     test_side, reference_side = Side.of(test, test_options), Side.of(reference, reference_options)
     if not test_side.declared.compiles:
-        raise InputError("bisect looks for the XLA pass that makes the test side differ: "
-                         "the test side must be an XLA backend, not the interpreter")
+        words = test_side.declared.words  # the interpreter, IREE: passes that are not XLA's
+        raise InputError(f"bisect looks for the XLA pass that makes the test side differ: "
+                         f"the test side must be an XLA backend, not "
+                         f"{'the interpreter' if words == backends.INTERPRET.words else words}")
     args = list(inputs) if inputs is not None else \
         random_inputs(computation, seed=seed, large_range=large_range)
     module = test_side.module(computation)

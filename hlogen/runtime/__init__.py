@@ -25,6 +25,7 @@ load_plugin = plugins.load_plugin
 COMPILERS = {
     Kind.PJRT: "hlogen.runtime.pjrt",
     Kind.INTERPRETER: "hlogen.runtime.interpreter",
+    Kind.IREE: "hlogen.runtime.iree",
 }
 DEFAULT_KIND = Kind.PJRT  # what compiles for jax's default device (backend None)
 

@@ -48,9 +48,10 @@ def _carrier(et: T.ElementType) -> T.ElementType:
     return T.UNSIGNED_OF_WIDTH[max(et.bits, 8)] if et.bits in T.UNSIGNED_OF_WIDTH else T.f32
 
 
-def _reading(backend: Backend, et: T.ElementType) -> Reading:
-    """How `backend`'s result of type `et` is read."""
-    if backend.reads_as_is(et):
+def _reading(backend: Backend, et: T.ElementType, as_is=None) -> Reading:
+    """How `backend`'s result of type `et` is read (or, with `as_is` its passes_as_is, how
+    a parameter of that type is passed: the same carriers, the other way)."""
+    if (as_is or backend.reads_as_is)(et):
         return Reading.AS_IS
     if et.kind == T.COMPLEX:
         return Reading.COMPLEX
@@ -62,11 +63,27 @@ class Prepared:
     """A module ready for a backend and how to turn its raw results into leaf arrays."""
 
     def __init__(self, computation: Computation, original_results: list,
-                 read_leaf: list[Reading], cut=None):
+                 read_leaf: list[Reading], cut=None, passed: list | None = None):
         self.computation = computation
         self.cut = cut  # hlogen.dynamism.Cut of a module with dynamic dimensions, or None
         self.original_leaves = T.leaf_shapes(original_results)  # the user's result leaves
         self._read_leaf = read_leaf  # per original leaf: as _reading says
+        self._passed = passed  # per parameter leaf, how it is passed (None: all as they are)
+
+    def write_arguments(self, flat: list) -> list:
+        """The user's parameter leaves (numpy arrays) as the prepared module takes them: a
+        type the backend cannot pass (Backend.passable) in its carrier."""
+        if self._passed is None:
+            return list(flat)
+        out = []
+        for array, how in zip(flat, self._passed):
+            array = np.asarray(array)
+            if how is Reading.BITS:  # (a 4-bit float is one byte in numpy: its low bits)
+                array = array.view(np.uint8)
+            elif how is Reading.CARRIER:
+                array = array.astype(np.int8 if array.dtype.kind == "i" else np.uint8)
+            out.append(array)
+        return out
 
     def read_results(self, raw: list) -> list[np.ndarray]:
         """Raw backend results -> one numpy array per leaf of the original results."""
@@ -142,26 +159,43 @@ def prepare(computation: Computation, backend: Backend, num_replicas: int = 1,
         read += [Reading.AS_IS] * cut.hidden
         if backend.compiles:  # XLA: ops the rewrites made read the dynamic values too
             dynamism.expose_again(legal.module)
+    passed = [_reading(backend, leaf.element_type, backend.passes_as_is)
+              for leaf in T.leaf_shapes(computation.parameter_shapes)]
     has_tuples = any(isinstance(s, T.TupleShape)
                      for s in computation.parameter_shapes + computation.result_shapes)
-    if has_tuples or any(r is not Reading.AS_IS for r in read):
-        legal = _wrap(legal, read)
+    if has_tuples or any(r is not Reading.AS_IS for r in read + passed):
+        legal = _wrap(legal, read, passed)
     preflight.check_backend(legal.module, backend, where, num_replicas)
-    return Prepared(legal, computation.result_shapes, read, cut)
+    return Prepared(legal, computation.result_shapes, read, cut,
+                    passed if any(p is not Reading.AS_IS for p in passed) else None)
 
 
-def _wrap(entry: Computation, read: list[Reading]) -> Computation:
-    """A module whose `main` has one parameter per leaf and one result per leaf (or two
-    for a complex leaf read as real and imaginary parts), with the original inlined."""
+def carriers(computation: Computation, backend: Backend) -> Prepared:
+    """How `backend` takes `computation`'s parameters and hands back its results, as
+    `prepare` would say, without preparing it (for an executable loaded from a disk
+    cache; not for dynamic dimensions, whose cut comes from the pipeline)."""
+    read = [_reading(backend, leaf.element_type)
+            for leaf in T.leaf_shapes(computation.result_shapes)]
+    passed = [_reading(backend, leaf.element_type, backend.passes_as_is)
+              for leaf in T.leaf_shapes(computation.parameter_shapes)]
+    return Prepared(None, computation.result_shapes, read, None,
+                    passed if any(p is not Reading.AS_IS for p in passed) else None)
+
+
+def _wrap(entry: Computation, read: list[Reading], passed: list[Reading]) -> Computation:
+    """A module whose `main` has one parameter per leaf (a leaf `passed` in a carrier
+    converted back inside) and one result per leaf (or two for a complex leaf read as real
+    and imaginary parts), with the original inlined."""
     main, result_shapes = entry.main, entry.result_shapes
     b = Builder(entry.name)
     module_attributes = entry.module.operation.attributes
     for name in module_attributes:  # e.g. mhlo.num_replicas
         if name != "sym_name":
             b.module.operation.attributes[name] = module_attributes[name]
-    leaves = [b.parameter(leaf, f"{name}.{i}" if isinstance(shape, T.TupleShape) else name)
-              for name, shape in zip(entry.parameter_names, entry.parameter_shapes)
-              for i, leaf in enumerate(T.leaves(shape))]
+    named = [(leaf, f"{name}.{i}" if isinstance(shape, T.TupleShape) else name)
+             for name, shape in zip(entry.parameter_names, entry.parameter_shapes)
+             for i, leaf in enumerate(T.leaves(shape))]
+    leaves = [_passed_in(b, leaf, name, how) for (leaf, name), how in zip(named, passed)]
     args = tuples.rebuild(entry.parameter_shapes, leaves, b)
     # Inlined, not called: the interpreter aborts on tuple arguments to func.call.
     values = mlir.inline_call(main, [a.value for a in args], b.insertion_point,
@@ -184,3 +218,17 @@ def _wrap(entry: Computation, read: list[Reading]) -> Computation:
         else:
             results.append(leaf)
     return b.build(*results)
+
+
+def _passed_in(b: Builder, leaf, name: str, how: Reading) -> Op:
+    """Parameter `leaf` of the wrapper as it is, or in its carrier converted back to it
+    (the float's bits, or the narrow integer's byte)."""
+    if how is Reading.AS_IS:
+        return b.parameter(leaf, name)
+    et = leaf.element_type
+    carrier = b.parameter(T.Shape(_carrier(et), leaf.dimensions), name)
+    if how is Reading.BITS:
+        bits = T.UNSIGNED_OF_WIDTH[et.bits]
+        narrow = carrier if carrier.dtype is bits else ops.convert_element_type(carrier, bits)
+        return ops.bitcast_convert_type(narrow, et)
+    return ops.convert_element_type(carrier, et)
