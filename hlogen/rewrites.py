@@ -32,7 +32,7 @@ from jaxlib.mlir.dialects import func, stablehlo
 from hlogen import mlir, semantics
 from hlogen import types as T
 from hlogen.builder import InsertingBuilder, Op
-from hlogen.ops import computations, elementwise, movement, shaping, sorting
+from hlogen.ops import computations, control, elementwise, movement, shaping, sorting
 
 
 @dataclasses.dataclass(frozen=True)
@@ -425,7 +425,12 @@ def sort_by_index(b, operands: list, before, dimension: int, index_type=T.s32) -
     dimension %= shape.rank
     if shape.dimensions[dimension] >= 2**31:
         index_type = T.s64
-    index = shaping.iota(b, shape.with_element_type(index_type), dimension)
+    # behind a barrier: an iota among the operands already (top_k's) would be the same
+    # value after CSE, and IREE 3.13 fails to compile a sort of one value twice ("write
+    # affecting operations on global resources are restricted to workgroup distributed
+    # contexts")
+    index = control.optimization_barrier(
+        shaping.iota(b, shape.with_element_type(index_type), dimension))
 
     def before_or_earlier(*scalars):
         *values, i, j = scalars

@@ -197,6 +197,33 @@ def test_scatter_skips_the_updates_out_of_bounds(name, update):
     assert not ir_bool(scatter, "unique_indices")
 
 
+def _rows():
+    b = hg.Builder("rows")
+    operand = b.parameter(hg.f32[8, 64], "operand")
+    indices = b.parameter(hg.s32[2, 1], "indices")
+    updates = b.parameter(hg.f32[2, 64], "updates")
+    return b.build(ops.scatter(operand, indices, updates, ops.add, update_window_dims=(1,),
+                               inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,),
+                               index_vector_dim=1))
+
+
+# rows -1, 100000, 8 (each skipped), then row 2
+_ROWS_ARGS = (np.zeros((8, 64), np.float32),
+              [np.array([[k], [2]], np.int32) for k in (-1, 100000, 8)],
+              np.ones((2, 64), np.float32))
+
+
+_ROWS_WANT = np.zeros((8, 64), np.float32)
+_ROWS_WANT[2] = 1
+
+
+def test_scatter_skips_rows_out_of_bounds():
+    operand, indices, updates = _ROWS_ARGS
+    for at in indices:
+        for got in _each_way(_rows(), operand, at, updates).values():
+            np.testing.assert_array_equal(got, _ROWS_WANT)
+
+
 def test_scatter_skips_a_window_that_does_not_fit_whole():
     b = hg.Builder("windows")
     operand = b.parameter(hg.s32[4, 4], "operand")
@@ -240,3 +267,52 @@ def test_the_lists_are_separate_from_what_every_backend_gets():
     for backend in ("cpu", "interpret"):
         listed = set(map(id, hg.backends.get(backend).rewrites))
         assert not listed & set(map(id, rewrites.COMPARABLE))
+
+
+# -- on IREE, where it is installed: what the rewrites are for --------------------------------
+
+def _as_written():
+    """IREE without COMPARABLE: what it computes as the module is written (a backend of its
+    own name, so that its executables are its own)."""
+    import dataclasses
+    found = hg.backends.get("iree")
+    return dataclasses.replace(found, name="iree[as written]", rewrites=tuple(
+        r for r in found.rewrites if all(r is not c for c in rewrites.COMPARABLE)))
+
+
+@pytest.fixture
+def iree():
+    pytest.importorskip("iree.runtime")
+    pytest.importorskip("iree.compiler")
+    assert "iree" in hg.backends.names()
+    return "iree"
+
+
+def test_iree_sorts_stably_rewritten(iree):
+    keys = np.array([1, 0, 1, 0, 1, 0, 1, 0], np.int32)
+    np.testing.assert_array_equal(run(_order(8), iree, keys), [1, 3, 5, 7, 0, 2, 4, 6])
+    x = np.array([[1, 5, 1, 5, 1, 5, 1, 5], [7, 7, 7, 7, 2, 9, 9, 2]], np.int32)
+    values, indices = run(hg.load(_TOP_K), iree, x)
+    np.testing.assert_array_equal(indices, [[1, 3, 5], [5, 6, 0]])
+    # IREE 3.13's own sort: not stable
+    assert not np.array_equal(run(_order(8), _as_written(), keys), [1, 3, 5, 7, 0, 2, 4, 6])
+
+
+def test_iree_converts_as_xla_rewritten(iree):
+    x = _ODD.astype(np.float32)
+    for target in ("s8", "s16", "s32", "s64", "u8", "u16", "u32", "u64"):
+        got = run(_convert("f32", target, len(x)), iree, x)
+        assert np.asarray(got).astype(object).tolist() == _XLA[target], target
+    # IREE's own: INT_MIN for NaN
+    got = run(_convert("f32", "s32", len(x)), _as_written(), x)
+    assert np.asarray(got).astype(object).tolist() != _XLA["s32"]
+
+
+def test_iree_skips_the_scatter_updates_out_of_bounds_rewritten(iree):
+    operand, indices, updates = _ROWS_ARGS
+    for at in indices:
+        np.testing.assert_array_equal(run(_rows(), iree, operand, at, updates), _ROWS_WANT)
+    # as written (XLA_SEMANTICS sends the rows to index 8, just past the end), IREE's
+    # runtime ends its process
+    with pytest.raises(hg.ExecutionError, match="SIGSEGV"):
+        run(_rows(), _as_written(), operand, indices[0], updates)
