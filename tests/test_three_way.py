@@ -9,6 +9,7 @@ import io
 import json
 
 import numpy as np
+import pytest
 import hlogen as hg
 from hlogen import differential
 from hlogen.differential import Side, Tolerance, compare_arrays, three_way
@@ -131,3 +132,15 @@ def test_the_page(tmp_path, monkeypatch):
     with contextlib.redirect_stdout(out):
         exec(compile(code, "docs/three-way.md", "exec"), {"__name__": "page"})
     assert out.getvalue() == "['test']\n"
+
+
+def test_iree_as_the_third_side_and_as_the_reference():
+    # IREE, where installed: no algebraic simplifier of its own, so it sides with the
+    # interpreter against XLA's rewrite; and a fast reference of its own
+    pytest.importorskip("iree.runtime")
+    pytest.importorskip("iree.compiler")
+    comp = hg.load(LOG_EXP)
+    found = differential.compare(comp, [X], "cpu", "interpret", also="iree")
+    assert found.verdicts == ["test"]
+    assert differential.compare(comp, [X], "cpu", "iree", also=NO_ALGSIMP).verdicts == ["test"]
+    assert not differential.compare(comp, [X], "cpu", "iree").ok
