@@ -6,7 +6,9 @@ XLA without the simplifier (`--also cpu --also-flag xla_disable_hlo_passes=algsi
 the third side. Whole commands timed from start to exit (a child process, compiles,
 runs, the rule), one run each (the interpreter's takes minutes).
 
-Run: python benchmarks/three_way.py (needs the extra hlogen[iree]).
+Run: python benchmarks/three_way.py [BATCH [REWRITE...]] (needs the extra hlogen[iree]);
+BATCH (8 by default) sets the work of each of the 124 dots (BATCH x 128 x 128): the
+interpreter's time grows with it, IREE's compile does not.
 """
 from __future__ import annotations
 
@@ -29,10 +31,18 @@ from _timing import machine
 
 LAYERS = 124  # 8 ops each (dot, scale, bias and their broadcasts, tanh): about 1,000 ops
 WIDTH = 128
+BATCH = int(sys.argv[1]) if len(sys.argv) > 1 else 8  # rows of x: the work of each dot
+ONLY = sys.argv[2:]  # the rewrites to run (their names), all by default
 REWRITES = {
     "log(exp(x))": lambda z: jnp.log(jnp.exp(z * 100.0)) / 100.0,
     "(x + 12582912) - 12582912": lambda z: (z + 12582912.0) - 12582912.0,
 }
+
+
+SIDES = (["--test", "cpu", "--reference", "iree"],
+         ["--test", "cpu", "--reference", "iree", "--also", "cpu",
+          "--also-flag", "xla_disable_hlo_passes=algsimp"],
+         ["--test", "cpu", "--reference", "interpret"])
 
 
 def network(rewrite):
@@ -63,27 +73,26 @@ def hlogen(*args, cache) -> tuple[float, float, subprocess.CompletedProcess]:
 def main():
     print(f"## IREE as the fast reference: compare of a 1,000-op module (issue 36; {machine()}, "
           f"IREE {hg.backends.IREE_VERSION})\n")
-    print("| module (ops) | sides | verdict | exit | wall time | CPU time |")
+    print("| module | sides | verdict | exit | wall time | CPU time |")
     print("| --- | --- | --- | --- | --- | --- |")
-    spec = (np.zeros((8, WIDTH), np.float32), np.zeros((WIDTH, WIDTH), np.float32),
+    spec = (np.zeros((BATCH, WIDTH), np.float32), np.zeros((WIDTH, WIDTH), np.float32),
             np.zeros(WIDTH, np.float32))
     with tempfile.TemporaryDirectory() as folder:
         for name, rewrite in REWRITES.items():
+            if ONLY and name not in ONLY:
+                continue
             path = os.path.join(folder, "net.mlir")
             with open(path, "w") as f:
                 f.write(jax.jit(network(rewrite)).lower(*spec).as_text())
             ops = op_count(hg.load(path))
             inputs = ["--random-inputs", "--seed", "1"]
-            for sides in (["--test", "cpu", "--reference", "iree"],
-                          ["--test", "cpu", "--reference", "iree", "--also", "cpu",
-                           "--also-flag", "xla_disable_hlo_passes=algsimp"],
-                          ["--test", "cpu", "--reference", "interpret"]):
+            for sides in SIDES:
                 wall, cpu, done = hlogen("compare", path, *sides, *inputs,
                                        cache=os.path.join(folder, f"cache{time.time()}"))
                 verdict = next((line.split(": ", 1)[1] for line in done.stdout.splitlines()
                                 if line.startswith("result 0: ")), done.stdout.splitlines()[0]
                                .split(": ", 1)[-1] if done.stdout else done.stderr.strip())
-                print(f"| {name} ({ops}) | {' '.join(sides)} | {verdict} | {done.returncode} | "
+                print(f"| {name} ({ops} ops, x {BATCH}x{WIDTH}) | {' '.join(sides)} | {verdict} | {done.returncode} | "
                       f"{wall:.1f} s | {cpu:.1f} s |", flush=True)
 
 

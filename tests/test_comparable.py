@@ -243,7 +243,8 @@ def test_scatter_skips_a_window_that_does_not_fit_whole():
 
 # -- linear algebra, for compilers that refuse it --------------------------------------------
 
-def test_cholesky_and_triangular_solve_written_with_other_ops():
+def _solve():
+    """cholesky then triangular_solve (f64), its arguments and numpy's answer."""
     b = hg.Builder("solve")
     a = b.parameter(hg.f64[3, 3], "a")
     rhs = b.parameter(hg.f64[3, 2], "rhs")
@@ -251,7 +252,11 @@ def test_cholesky_and_triangular_solve_written_with_other_ops():
     comp = b.build(ops.triangular_solve(factor, rhs, True, True, False, "NO_TRANSPOSE"))
     m = np.random.default_rng(1).normal(size=(3, 3))
     spd, rhs_value = m @ m.T + 3 * np.eye(3), np.arange(6.0).reshape(3, 2)
-    want = np.linalg.solve(np.linalg.cholesky(spd), rhs_value)
+    return comp, spd, rhs_value, np.linalg.solve(np.linalg.cholesky(spd), rhs_value)
+
+
+def test_cholesky_and_triangular_solve_written_with_other_ops():
+    comp, spd, rhs_value, want = _solve()
     made, rewritten = _rewritten(comp, decompositions.LINEAR_ALGEBRA)
     assert made == 2
     assert not {"stablehlo.cholesky", "stablehlo.triangular_solve"} & \
@@ -316,3 +321,9 @@ def test_iree_skips_the_scatter_updates_out_of_bounds_rewritten(iree):
     # runtime ends its process
     with pytest.raises(hg.ExecutionError, match="SIGSEGV"):
         run(_rows(), _as_written(), operand, indices[0], updates)
+
+
+def test_iree_solves_with_the_interpreters_linear_algebra(iree):
+    # IREE refuses cholesky and triangular_solve: its declaration lists LINEAR_ALGEBRA
+    comp, spd, rhs_value, want = _solve()
+    np.testing.assert_allclose(run(comp, iree, spd, rhs_value), want, rtol=1e-10)
