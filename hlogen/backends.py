@@ -152,7 +152,8 @@ class Backend:
         (default: NAME[opt=value,...]), compiled and cached apart from the plain one."""
         if not self.compiles:
             raise InputError(f"backend {self.name!r}: XLA options apply to PJRT backends; "
-                             f"{self.words} compiles nothing")
+                             + (f"{self.words} is not XLA (its own flags: with_flags)"
+                                if self.takes_flags else f"{self.words} compiles nothing"))
         merged = dict(self.xla_options)
         merged.update(options)
         pairs = tuple(sorted(merged.items()))
@@ -624,6 +625,11 @@ for _name in ("exponential", "exponential_minus_one", "log", "log_plus_one", "sq
     IREE_REFUSES[f"stablehlo.{_name}"] = Refusal(
         _NO_LIBM.format("sin, cos or atan2", f"complex<f64> {_name}"),
         lambda op: _element_type(op.operands[0]).name == "c128")
+IREE_REFUSES["stablehlo.convert"] = Refusal(
+    "IREE's llvm-cpu executables lack the runtime routine of an integer-to-bf16 conversion "
+    "(iree-lld: undefined symbol __truncsfbf2); convert to f32 first",
+    lambda op: _element_type(op.results[0]).name == "bf16" and
+    _element_type(op.operands[0]).kind in (T.SIGNED, T.UNSIGNED, T.PRED))
 IREE_REFUSES["stablehlo.reverse"] = Refusal(
     "IREE fails to legalize a reverse of u16 or u64 values ('linalg.generic')",
     lambda op: _element_type(op.operands[0]).name in ("u16", "u64"))

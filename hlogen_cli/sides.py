@@ -83,8 +83,9 @@ def _side(sides: dict, which: str) -> differential.Side:
     side = differential.Side(declared, sides[which].startswith(differential.HLO_ROUTE))
     if not declared.compiles:
         if own:
-            raise InputError(f"--{which}-flag: the {which} side, {side.backend}, compiles "
-                             f"nothing")
+            raise InputError(f"--{which}-flag: the {which} side, {side.backend}, "
+                             + (f"is not XLA (its own flags: {side.backend}[--FLAG=VALUE])"
+                                if declared.takes_flags else "compiles nothing"))
         return side
     return differential.Side.of(side, options_of.merged(both, own))
 

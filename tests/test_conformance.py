@@ -262,6 +262,21 @@ def test_known_list_errors_name_the_entry(tmp_path):
         known.load(str(bad))
 
 
+def test_a_known_deviation_names_its_upstream_issue(tmp_path):
+    listing = tmp_path / "k.json"
+    listing.write_text(json.dumps([{"backend": "iree", "op": "chlo.tan", "reason": "its own tan",
+                                    "issue": "iree-org/iree#12903"}]))
+    entry, = known.load(str(listing))
+    assert entry.describe().endswith("its own tan (iree-org/iree#12903)")
+    listing.write_text(json.dumps([{"backend": "iree", "op": "chlo.tan", "reason": "its own tan",
+                                    "issue": "#12903"}]))
+    with pytest.raises(hg.HlogenError, match="entry 1: `issue` is an upstream issue"):
+        known.load(str(listing))
+    # the built-in list: every IREE entry gives its reason, and a well-formed issue if any
+    iree = [e for e in known.load(known.DEFAULT) if e.backend == "iree"]
+    assert iree and all(e.reason for e in iree)
+
+
 def test_cli_reports_and_exit_codes(tmp_path):
     write_testdata(tmp_path / "wrong.mlir", "%2 = stablehlo.add %0, %0 : tensor<4xf32>",
                   "[1.0, 2.0, 3.0, 4.0]", "[2.0, 4.0, 6.0, 9.0]")

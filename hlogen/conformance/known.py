@@ -16,7 +16,8 @@ same format): a JSON list of entries, each with
   hlogen.conformance.bounds for the op that computes the value: a reduction's length
   and the magnitudes it sums, an FFT's length and its input's norm);
   `message` (optional): a regular expression the failure message must contain;
-- `reason`: why, in a sentence.
+- `reason`: why, in a sentence; `issue` (optional): the upstream issue that reports it
+  (owner/repo#N).
 A matching failure is reported as "known", never as a pass. An entry with `file` that
 explains none of the modules of its files in a run that ran some is reported as stale;
 an entry without `file` describes a backend wherever it shows (its `when` keeps it
@@ -34,7 +35,9 @@ from hlogen.differential.allowed import BOUNDS
 from hlogen.errors import InputError
 
 DEFAULT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "known_deviations.json")
-_FIELDS = {"backend", "op", "element_type", "file", "status", "when", "message", "reason"}
+_FIELDS = {"backend", "op", "element_type", "file", "status", "when", "message", "reason",
+           "issue"}
+_ISSUE = re.compile(r"^[\w.-]+/[\w.-]+#\d+$")
 _WHEN = re.compile(rf"^(subnormal|nan|{'|'.join(BOUNDS)}|ulp<=\d+)$")
 
 
@@ -49,6 +52,7 @@ class Entry:
     status: tuple = ("fail",)
     when: str | None = None
     message: str | None = None
+    issue: str | None = None  # upstream: owner/repo#N
     covered: int = 0         # modules of its files run on its backend in this run
     explained: int = 0       # failures it explained
     explained_files: list = dataclasses.field(default_factory=list)
@@ -87,7 +91,8 @@ class Entry:
     def describe(self) -> str:
         what = ", ".join(f"{k}={', '.join(v) if isinstance(v, tuple) else v}"
                          for k in ("op", "element_type", "file", "when") if (v := getattr(self, k)))
-        return f"{self.source}: backend={self.backend}, {what}: {self.reason}"
+        upstream = f" ({self.issue})" if self.issue else ""
+        return f"{self.source}: backend={self.backend}, {what}: {self.reason}{upstream}"
 
 
 def load(path: str) -> list[Entry]:
@@ -132,9 +137,12 @@ def load(path: str) -> list[Entry]:
                 re.compile(item["message"])
             except re.error as e:
                 raise InputError(f"{where}: `message` is not a regular expression: {e}") from None
+        issue = item.get("issue")
+        if issue is not None and not (isinstance(issue, str) and _ISSUE.match(issue)):
+            raise InputError(f"{where}: `issue` is an upstream issue, owner/repo#N, got {issue!r}")
         entries.append(Entry(item["backend"], item["reason"], where, item.get("op"),
                              item.get("element_type"), tuple(file) if file else None,
-                             tuple(status), when, item.get("message")))
+                             tuple(status), when, item.get("message"), issue))
     return entries
 
 

@@ -36,12 +36,12 @@ import time
 
 import numpy as np
 
-from hlogen import backends, dynamism, native
+from hlogen import dynamism, native
 from hlogen.backends import Backend
 from hlogen.computation import Computation
 from hlogen.errors import ExecutionError, InputError, UnsupportedError
 from hlogen.runtime.arrays import (check_signature, flatten_arguments, native as native_order,
-                                   replica_lists, replicated_call_error, structure_results)
+                                   replica_lists, structure_results)
 from hlogen.runtime.cache import ExecutableCache
 from hlogen.runtime.execution import carriers, check_results, prepare
 
@@ -174,7 +174,9 @@ class IreeExecutable:
 
     def __call__(self, *args):
         flat = [native_order(np.asarray(a)) for a in flatten_arguments(self.computation, args)]
-        raw = _worker().run(self, self._prepared.write_arguments(flat))
+        worker = _worker()
+        with worker.lock:  # one task at a time on its pipe
+            raw = worker.run(self, self._prepared.write_arguments(flat))
         results = self._prepared.read_results(raw)
         check_results(self.computation, self.backend, results, self._prepared.cut)
         return structure_results(self.computation.result_shapes, results)
@@ -238,6 +240,7 @@ class _Worker:
         self._folder = tempfile.TemporaryDirectory(prefix="hlogen-iree-runs-")
         self._runs = 0
         self._written: dict = {}  # vmfb key -> path
+        self.lock = threading.Lock()
 
     def run(self, exe: IreeExecutable, arrays: list) -> list:
         if self._worker is None or not self._worker.alive:
