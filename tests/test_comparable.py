@@ -317,10 +317,20 @@ def test_iree_skips_the_scatter_updates_out_of_bounds_rewritten(iree):
     operand, indices, updates = _ROWS_ARGS
     for at in indices:
         np.testing.assert_array_equal(run(_rows(), iree, operand, at, updates), _ROWS_WANT)
-    # as written (XLA_SEMANTICS sends the rows to index 8, just past the end), IREE's
-    # runtime ends its process
-    with pytest.raises(hg.ExecutionError, match="SIGSEGV"):
-        run(_rows(), _as_written(), operand, indices[0], updates)
+    # as written (XLA_SEMANTICS sends the rows to index 8, just past the end), IREE
+    # writes out of bounds: its runtime ends its process (SIGSEGV, SIGABRT), or on a lucky
+    # heap goes on (and a later run ends it)
+    ended = []
+    try:
+        for at in indices:
+            try:
+                run(_rows(), _as_written(), operand, at, updates)
+            except hg.ExecutionError as e:
+                ended.append(str(e))
+    finally:  # a worker the write did not end has a corrupted heap: the next tests get a new one
+        from hlogen.runtime import iree as iree_runtime
+        iree_runtime._worker()._worker.kill()
+    assert any("ended its worker process by SIG" in e for e in ended), ended
 
 
 def test_iree_solves_with_the_interpreters_linear_algebra(iree):
