@@ -1,7 +1,7 @@
 """Three-way verdicts: `hlogen compare --also BACKEND` and `differential.compare(...,
 also=...)`: a third side compared with the test and the reference names the odd one out,
 or says that all three differ. The sides here are XLA CPU under other options, the route
-through HLO and the interpreter (IREE's, where it is installed, in test_iree_three_way)."""
+through HLO and the interpreter; IREE, where it is installed, in the last test."""
 from __future__ import annotations
 
 import contextlib
