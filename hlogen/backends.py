@@ -38,7 +38,7 @@ from hlogen.errors import InputError, UnsupportedError
 from hlogen.ops import collectives
 from hlogen.ops.custom_call import reserved_reason
 from hlogen.ops.random import NORMAL_TYPES, UNIFORM_TYPES
-from hlogen.rewrites import XLA_SEMANTICS
+from hlogen.rewrites import COMPARABLE, XLA_SEMANTICS
 
 
 class Kind(enum.Enum):
@@ -616,13 +616,6 @@ def _philox(op) -> bool:
     return mlir.enum_attribute(op, "rng_algorithm") == "PHILOX"
 
 
-def _stable_sort(op) -> bool:
-    # where stability shows: other operands carried along, or floats that compare equal
-    # with other bits (-0 and +0, NaNs); a lone integer operand's equal keys are the same
-    return "is_stable" in op.attributes and ir.BoolAttr(op.attributes["is_stable"]).value and (
-        len(op.operands) > 1 or _element_type(op.operands[0]).kind in (T.FLOAT, T.COMPLEX))
-
-
 _NO_LIBM = ("IREE's llvm-cpu executables link no libm: {} of {} fails to link "
             "(iree-lld: undefined symbol)")
 _IREE_COLLECTIVES = ("IREE's CPU runtime implements no collectives (\"collectives not "
@@ -649,10 +642,6 @@ IREE_REFUSES = {
         "(window_strides other than window_dimensions) or are padded", _windows_not_tiled),
     "stablehlo.fft": Refusal("IREE fails to legalize an FFT of more than one dimension",
                              lambda op: len(_dims(op, "fft_length")) > 1),
-    "stablehlo.sort": Refusal(
-        "IREE's sort with is_stable = true is not stable (keys [1 0 1 0] come back in another "
-        "order of equal keys); sort with an index operand that breaks ties instead",
-        _stable_sort),
     "stablehlo.constant": Refusal(
         "iree-compile ends by SIGFPE on a complex<f64> constant (its constant packing); pass "
         "the value as a parameter", _complex128_constant),
@@ -734,10 +723,11 @@ if _iree_missing_why is None:
         },
         dialects=("stablehlo.", "func.", "chlo."),
         refuses_module=_iree_module_refusal,
-        # XLA's semantics, and hlogen's formulations of what IREE lacks: Cholesky,
-        # triangular solve, jaxlib's LAPACK calls
-        rewrites=(*XLA_SEMANTICS, *(r for r in decompositions.RULES if r.op in (
-            "stablehlo.cholesky", "stablehlo.triangular_solve", "stablehlo.custom_call"))),
+        # XLA's semantics; what IREE chooses otherwise or gets wrong written so that it has
+        # no choice (its stable sort is not stable, its float -> integer conversion out of
+        # range differs, its runtime ends on a scatter index out of bounds); and hlogen's
+        # formulations of what it lacks: Cholesky, triangular solve, jaxlib's LAPACK calls
+        rewrites=(*XLA_SEMANTICS, *COMPARABLE, *decompositions.LINEAR_ALGEBRA),
         readable=_IREE_TAKES, passable=_IREE_TAKES))
 else:
     UNAVAILABLE["iree"] = _iree_missing_why

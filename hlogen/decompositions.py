@@ -1,6 +1,8 @@
 """The reference interpreter's rewrites: ops it lacks or gets wrong, written with ops it has.
 
-Each is an entry of `RULES`, which the interpreter's declaration (hlogen.backends) lists;
+Each is an entry of `RULES`, which the interpreter's declaration (hlogen.backends) lists
+(`LINEAR_ALGEBRA`, its cholesky, triangular_solve and LAPACK entries, for compilers that
+refuse those ops);
 PJRT compiles the ops as they are, so the interpreter stays an independent oracle for them. Each
 rewrite is the op's definition (the StableHLO spec's formula, or what XLA computes
 where the spec leaves it open), emitted with hlogen's own ops before the op it replaces.
@@ -11,14 +13,13 @@ import re
 
 import numpy as np
 from jaxlib.mlir import ir
-from jaxlib.mlir.dialects import func
 
 from hlogen import mlir, ops
 from hlogen import types as T
 from hlogen.builder import Op
 from hlogen.errors import UnsupportedError
 from hlogen.mlir import enum_attribute, int_attribute, ints_attribute
-from hlogen.rewrites import RewriteBuilder, rule
+from hlogen.rewrites import RewriteBuilder, region_callable, rule
 
 RULES: list = []  # hlogen.rewrites entries, in the order they are tried
 
@@ -29,30 +30,6 @@ def _result_type(op: ir.Operation) -> T.Shape:
 
 def _full(b, value, et: T.ElementType, dims) -> Op:
     return ops.broadcast(b.constant(value, et), tuple(dims))
-
-
-def _region_callable(op: ir.Operation, index: int):
-    """Region `index` of `op` as a callable of Ops (for hlogen's ops that take a
-    computation); the region's block is moved out of `op`, which is about to be erased."""
-    block = op.regions[index].blocks[0]
-    arguments = [a.type for a in block.arguments]
-    terminator = list(block.operations)[-1]
-    results = [v.type for v in terminator.operands]
-    holder = ir.Module.create(op.location)
-    with ir.InsertionPoint(holder.body), op.location:
-        function = func.FuncOp("region", ir.FunctionType.get(arguments, results))
-    block.append_to(function.regions[0])
-    func.ReturnOp(list(terminator.operands), loc=terminator.location,
-                  ip=ir.InsertionPoint(terminator))
-    terminator.erase()
-
-    def call(*args: Op) -> list[Op]:
-        b = args[0].builder
-        values = mlir.inline_call(function.operation, [a.value for a in args],
-                                  b.insertion_point, op.location)
-        return [Op(b, v, mlir.shape_of_type(v.type)) for v in values]
-    call.holder = holder  # keeps the function alive while the callable is
-    return call
 
 
 # -- batch norm: the interpreter has none of the three ---------------------------------------
@@ -140,7 +117,7 @@ def _select_and_scatter(b: RewriteBuilder, op: ir.Operation, operands: list[Op])
     Written as a reduce_window of (valid, value, flat index) and a scatter."""
     operand, source, init = operands
     shape = operand.shape
-    select, scatter = _region_callable(op, 0), _region_callable(op, 1)
+    select, scatter = region_callable(op, 0), region_callable(op, 1)
     window = ints_attribute(op, "window_dimensions")
     strides = ints_attribute(op, "window_strides") or [1] * shape.rank
     flat = ints_attribute(op, "padding")
@@ -612,4 +589,10 @@ def _lapack(b: RewriteBuilder, op: ir.Operation, operands: list[Op]) -> list[Op]
     return _ROUTINES[_lapack_routine(op)](op, *operands)
 
 
-__all__ = ["RULES"]
+# The linear algebra alone (cholesky, triangular_solve, jaxlib's LAPACK potrf, trsm and
+# getrf), written with ops every compiler has: for the declaration of a compiler that
+# refuses these ops and custom calls (IREE) but runs the rest as it is.
+LINEAR_ALGEBRA: list = [r for r in RULES if r.op in (
+    "stablehlo.cholesky", "stablehlo.triangular_solve") or r.expand is _lapack]
+
+__all__ = ["LINEAR_ALGEBRA", "RULES"]

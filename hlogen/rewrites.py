@@ -27,12 +27,12 @@ from typing import Callable, Sequence
 import ml_dtypes
 import numpy as np
 from jaxlib.mlir import ir
-from jaxlib.mlir.dialects import stablehlo
+from jaxlib.mlir.dialects import func, stablehlo
 
 from hlogen import mlir, semantics
 from hlogen import types as T
 from hlogen.builder import InsertingBuilder, Op
-from hlogen.ops import collectives, computations, elementwise, movement
+from hlogen.ops import collectives, computations, control, elementwise, movement, shaping, sorting
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,6 +59,31 @@ class RewriteBuilder(InsertingBuilder):
     def __init__(self, module: ir.Module, operation: ir.Operation, num_replicas: int):
         super().__init__(module, operation, f"the rewrite of {operation.name}")
         self.num_replicas = num_replicas
+
+
+def region_callable(op: ir.Operation, index: int):
+    """Region `index` of `op` as a callable of Ops (for hlogen's ops that take a
+    computation), returning a list of Ops; the region's block is moved out of `op`, which
+    is about to be erased. Each call inlines a copy of it."""
+    block = op.regions[index].blocks[0]
+    arguments = [a.type for a in block.arguments]
+    terminator = list(block.operations)[-1]
+    results = [v.type for v in terminator.operands]
+    holder = ir.Module.create(op.location)
+    with ir.InsertionPoint(holder.body), op.location:
+        function = func.FuncOp("region", ir.FunctionType.get(arguments, results))
+    block.append_to(function.regions[0])
+    func.ReturnOp(list(terminator.operands), loc=terminator.location,
+                  ip=ir.InsertionPoint(terminator))
+    terminator.erase()
+
+    def call(*args: Op) -> list[Op]:
+        b = args[0].builder
+        values = mlir.inline_call(function.operation, [a.value for a in args],
+                                  b.insertion_point, op.location)
+        return [Op(b, v, mlir.shape_of_type(v.type)) for v in values]
+    call.holder = holder  # keeps the function alive while the callable is
+    return call
 
 
 _index: dict = {}  # id of a list of rules -> (the list, {op name: [Rewrite]})
@@ -387,6 +412,152 @@ def _reads(value, source, depth: int) -> bool:
     return False
 
 
+# -- two compilers made comparable -------------------------------------------------------------
+
+# What a compiler may choose, or gets wrong, written so that no compiler has a choice left:
+# a comparison of two compilers then reports what they compute, not how they decide. The
+# declarations of the compilers that need them list these entries after XLA_SEMANTICS
+# (IREE: its stable sort is not stable, its float -> integer conversion and its scatter
+# out of bounds differ from XLA's); XLA and the interpreter compute the same results with
+# or without them (tests/test_comparable.py checks both ways).
+COMPARABLE: list[Rewrite] = []
+
+
+def _is_stable(op) -> bool:
+    return "is_stable" in op.attributes and ir.BoolAttr(op.attributes["is_stable"]).value
+
+
+def sort_by_index(b, operands: list, before, dimension: int, index_type=T.s32) -> list:
+    """Sort of `operands` along `dimension` by `before` (a callable of 2N scalar Ops
+    returning a pred Op), ties broken by position (the lowest first): one more operand, an
+    iota, sorted along, returned last. Stable whatever sort the compiler runs, since no two
+    elements tie any more (`before` being a strict weak order, as Sort requires)."""
+    shape = operands[0].shape
+    dimension %= shape.rank
+    if shape.dimensions[dimension] >= 2**31:
+        index_type = T.s64
+    # behind a barrier: an iota among the operands already (top_k's) would be the same
+    # value after CSE, and IREE 3.13 fails to compile a sort of one value twice ("write
+    # affecting operations on global resources are restricted to workgroup distributed
+    # contexts")
+    index = control.optimization_barrier(
+        shaping.iota(b, shape.with_element_type(index_type), dimension))
+
+    def before_or_earlier(*scalars):
+        *values, i, j = scalars
+        swapped = [v for pair in zip(values[1::2], values[0::2]) for v in pair]
+        return elementwise.or_(before(*values), elementwise.and_(
+            elementwise.not_(before(*swapped)), elementwise.lt(i, j)))
+    return list(sorting.sort([*operands, index], before_or_earlier, dimension, is_stable=False))
+
+
+@rule(COMPARABLE, "stablehlo.sort", "IREE's sort with is_stable = true is not stable (keys "
+      "[1 0 1 0 1 0 1 0] came back in the order [1 5 3 7 0 2 4 6])", _is_stable)
+def _stable_sort(b, op, operands):
+    comparator = region_callable(op, 0)
+    return sort_by_index(b, operands, lambda *scalars: comparator(*scalars)[0],
+                         mlir.int_attribute(op, "dimension"))[:-1]
+
+
+@rule(COMPARABLE, "chlo.top_k", "TopK returns the lowest index first among equal values; "
+      "IREE does not (where chlo is not legalized first: legalized, it is a stable sort)")
+def _top_k(b, op, operands):
+    x = operands[0]
+    last, k = x.shape.rank - 1, mlir.int_attribute(op, "k")
+    index_type = _array_shape(op.results[1]).element_type
+    values, index = sort_by_index(b, [x], elementwise.gt, last, index_type)
+    return [movement.slice_in_dim(v, 0, k, 1, last) for v in (values, index)]
+
+
+def _float_to_integer(op) -> bool:
+    source, result = _array_shape(op.operands[0]), _array_shape(op.results[0])
+    return (source is not None and result is not None and source.element_type.kind == T.FLOAT
+            and result.element_type.is_integer and not _converts_in_range(op))
+
+
+@rule(COMPARABLE, "stablehlo.convert", "a float -> integer conversion of NaN, infinities or "
+      "values out of range is left to the implementation: XLA gives 0 for NaN and saturates, "
+      "IREE gives INT_MIN (x86's \"indefinite\") or wraps", _float_to_integer)
+def _saturating_convert(b, op, operands):
+    return [semantics.saturating_convert(b, _array_shape(op.results[0]), op.operands[0],
+                                         operands[0].shape.element_type)]
+
+
+def _converts_in_range(op) -> bool:
+    """True when the operand of convert `op` is select(x > low and x < high, x, 0) as
+    saturating_convert emits (a second rewrite changes nothing)."""
+    select = mlir.defining_op(op.operands[0], "stablehlo.select")
+    both = select and mlir.defining_op(select.operands[0], "stablehlo.and")
+    if not both:
+        return False
+    tests = [mlir.defining_op(v, "stablehlo.compare") for v in both.operands]
+    return all(t is not None and t.operands[0] == select.operands[1] for t in tests) and \
+        [mlir.enum_attribute(t, "comparison_direction") for t in tests] == ["GT", "LT"]
+
+
+def _scatter_may_leave(op) -> bool:
+    parts = _scatter_parts(op)
+    return (parts is not None and bool(list(parts[3].scattered_dims_to_operand_dims))
+            and not _scatters_into_padding(op))
+
+
+@rule(COMPARABLE, "stablehlo.scatter", "StableHLO skips an update whose window is out of "
+      "bounds; IREE's runtime ends the process on such an index (SIGSEGV on -1 or 100000 "
+      "into 8 elements): every window it sees is in bounds", _scatter_may_leave)
+def _scatter_in_bounds(b, op, operands):
+    """The windows that do not fit are sent to a padding region past the operands' high
+    end, as large as a window, and the padding is sliced off the results: every index the
+    compiler sees is in bounds, whatever update_computation is. (Masking the skipped
+    updates instead needs what update_computation lacks in general: an identity to combine
+    with; selecting the old value for them needs each update's validity inside
+    update_computation, an extra operand of flags and a computation rewritten for it. The
+    padding costs a copy of the operands each way and leaves update_computation as it is.)"""
+    operand, indices, updates, numbers = _scatter_parts(op)
+    n = (len(op.operands) - 1) // 2
+    index_map, ivd = list(numbers.scattered_dims_to_operand_dims), numbers.index_vector_dim
+    inserted, batching = list(numbers.inserted_window_dims), list(numbers.input_batching_dims)
+    x = op.operands[n]
+    if not _windows_sent_out(x, operand, index_map, ivd):  # (XLA_SEMANTICS did not already)
+        x, index_map = semantics.scatter_indices(
+            b, operand, updates, indices, x, list(numbers.update_window_dims), inserted,
+            batching, index_map, ivd)
+        index_map = list(index_map)
+    window = semantics.scatter_window(operand, updates, list(numbers.update_window_dims),
+                                      inserted, batching)
+    high = [window[d] if d in index_map else 0 for d in range(operand.rank)]
+    padded = [movement.pad(v, b.constant(0, v.shape.element_type), [(0, h, 0) for h in high])
+              for v in operands[:n]]
+    attributes = {name: op.attributes[name] for name in op.attributes}
+    attributes["scatter_dimension_numbers"] = stablehlo.ScatterDimensionNumbers.get(
+        list(numbers.update_window_dims), inserted, batching,
+        list(numbers.scatter_indices_batching_dims), index_map, ivd, context=mlir.context())
+    # skipped windows share the padding: the indices are neither unique nor sorted now
+    attributes["unique_indices"] = ir.BoolAttr.get(False, context=mlir.context())
+    attributes["indices_are_sorted"] = ir.BoolAttr.get(False, context=mlir.context())
+    new = ir.Operation.create(
+        op.name, results=[v.value.type for v in padded],
+        operands=[v.value for v in padded] + [x.value if isinstance(x, Op) else x] +
+        list(op.operands)[n + 1:], attributes=attributes, regions=1, loc=op.location,
+        ip=ir.InsertionPoint(op))
+    op.regions[0].blocks[0].append_to(new.regions[0])
+    return [movement.slice(Op(b, r, v.shape), [0] * operand.rank, list(o.shape.dimensions))
+            for r, v, o in zip(new.results, padded, operands)]
+
+
+def _scatters_into_padding(op) -> bool:
+    """True when scatter `op` is what _scatter_in_bounds emitted: its operands padded at
+    their high end only, its indices sent out of the unpadded operand."""
+    pads = [mlir.defining_op(v, "stablehlo.pad") for v in list(op.operands)[:(len(op.operands) - 1) // 2]]
+    if any(p is None for p in pads) or any(any(mlir.ints_attribute(p, a)) for p in pads
+                           for a in ("edge_padding_low", "interior_padding")):
+        return False
+    unpadded = _array_shape(pads[0].operands[0])
+    numbers = stablehlo.ScatterDimensionNumbers(op.attributes["scatter_dimension_numbers"])
+    return unpadded is not None and _windows_sent_out(
+        op.operands[(len(op.operands) - 1) // 2], unpadded,
+        list(numbers.scattered_dims_to_operand_dims), numbers.index_vector_dim)
+
+
 # -- layouts, for XLA without its HLO passes --------------------------------------------------
 
 # With every HLO pass disabled (`--no-hlo-passes`: an *after_optimizations* dump run as it
@@ -474,4 +645,5 @@ def _custom_call_layouts(b, op, operands):
     return results
 
 
-__all__ = ["LAYOUTS", "Rewrite", "RewriteBuilder", "XLA_SEMANTICS", "applicable", "rule", "rewrite_module"]
+__all__ = ["COMPARABLE", "LAYOUTS", "Rewrite", "RewriteBuilder", "XLA_SEMANTICS", "applicable",
+           "region_callable", "rewrite_module", "rule", "sort_by_index"]

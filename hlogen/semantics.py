@@ -18,6 +18,9 @@ code:
   Scatter windows that do not fit are sent wholly out of bounds (XLA skips them whole,
   the interpreter updates their in-bounds part);
 - PopulationCount of s4 counts its 4 bits (XLA CPU sign-extends first);
+- float -> integer ConvertElementType of NaN, infinities and values out of range made
+  explicit as XLA CPU computes it (NaN -> 0, saturated), for compilers that differ
+  (hlogen.rewrites.COMPARABLE: IREE gives INT_MIN or wraps);
 - empty replica groups mean every replica, one group (in hlogen.rewrites: XLA CPU dies
   with SIGFPE on an AllToAll without groups, the interpreter aborts on any collective
   without them).
@@ -158,6 +161,35 @@ def convert(emitter, shape: T.Shape, x, from_type: T.ElementType) -> ir.Value:
     return _one(emitter, "stablehlo.convert", shape, [x])
 
 
+def saturating_convert(emitter, shape: T.Shape, x, from_type: T.ElementType) -> ir.Value:
+    """ConvertElementType of floats `x` to the integers of `shape`, written so that no
+    compiler chooses: NaN -> 0, values beyond the range -> its end (±inf too), the rest
+    truncated toward zero, as XLA CPU converts (measured for s2...s64 and u2...u64, from
+    f16, f32, f64; StableHLO leaves out-of-range results to the implementation, and IREE
+    gives INT_MIN or wraps). Only values in range reach the `convert` (the others are
+    replaced by 0 first): LLVM's fptosi of one is poison."""
+    if from_type.is_narrow_float:  # as XLA: through f32
+        x = _one(emitter, "stablehlo.convert", shape.with_element_type(T.f32), [x])
+        from_type = T.f32
+    source = shape.with_element_type(from_type)
+    et = shape.element_type
+    info = ml_dtypes.iinfo(et.dtype)
+    # exclusive bounds in the float type: powers of two, exact (or inf beyond its range)
+    signed = et.kind == T.SIGNED
+    low, high = (-2.0 ** (et.bits - 1), 2.0 ** (et.bits - 1)) if signed else (0.0, 2.0 ** et.bits)
+    with np.errstate(over="ignore"):
+        low_c, high_c = (_full(emitter, source, np.array(v).astype(from_type.dtype))
+                         for v in (low, high))
+    too_low = _compare(emitter, source, "LE", x, low_c)
+    too_high = _compare(emitter, source, "GE", x, high_c)
+    fits = _one(emitter, "stablehlo.and", source.with_element_type(T.pred), [
+        _compare(emitter, source, "GT", x, low_c), _compare(emitter, source, "LT", x, high_c)])
+    inside = _select(emitter, source, fits, x, _full(emitter, source, 0))  # NaN -> 0 too
+    result = _one(emitter, "stablehlo.convert", shape, [inside])
+    result = _select(emitter, shape, too_low, _full(emitter, shape, int(info.min)), result)
+    return _select(emitter, shape, too_high, _full(emitter, shape, int(info.max)), result)
+
+
 # -- ReducePrecision ------------------------------------------------------------------
 
 def reduce_precision(emitter, shape: T.Shape, x, exponent_bits: int, mantissa_bits: int) -> ir.Value:
@@ -224,10 +256,7 @@ def scatter_indices(emitter, operand: T.Shape, updates: T.Shape, indices: T.Shap
         x, index_map = _full(emitter, indices, 0), (free[0],)
     if not index_map:  # index vectors of no components: every window starts at 0
         return x, tuple(index_map)
-    window = [1] * operand.rank
-    windowed = [d for d in range(operand.rank) if d not in inserted_dims and d not in batching_dims]
-    for d, u in zip(windowed, update_window_dims):
-        window[d] = updates.dimensions[u]
+    window = scatter_window(operand, updates, update_window_dims, inserted_dims, batching_dims)
     highest = [operand.dimensions[d] - window[d] for d in index_map]
     pred = indices.with_element_type(T.pred)
     fits = _one(emitter, "stablehlo.and", pred, [
@@ -249,6 +278,16 @@ def scatter_indices(emitter, operand: T.Shape, updates: T.Shape, indices: T.Shap
     sizes = [operand.dimensions[d] for d in index_map]
     return _select(emitter, indices, fits, x, _along_vector(emitter, indices, ivd, sizes)), \
         tuple(index_map)
+
+
+def scatter_window(operand: T.Shape, updates: T.Shape, update_window_dims, inserted_dims,
+                   batching_dims) -> list:
+    """The size of a scatter's update window along each dimension of the operand."""
+    window = [1] * operand.rank
+    windowed = [d for d in range(operand.rank) if d not in inserted_dims and d not in batching_dims]
+    for d, u in zip(windowed, update_window_dims):
+        window[d] = updates.dimensions[u]
+    return window
 
 
 def _along_vector(emitter, shape: T.Shape, ivd: int, values) -> ir.Value:

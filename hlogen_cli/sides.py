@@ -27,6 +27,7 @@ class Setup:
     reference: differential.Side
     save: Output | None  # --save-inputs
     json: Output | None  # --json
+    third: differential.Side | None = None  # compare --also
 
     @property
     def seed(self) -> int:
@@ -56,32 +57,39 @@ def setup(file: str, function_name: str | None, inputs: dict, sides: dict,
     if choice.specs or choice.zero or (source.recorded is not None and not choice.random):
         given = input_values.arguments(comp, choice, source.recorded)
         input_values.check_count(comp, given)
-    return Setup(comp, given, choice, test, reference, save, record)
+    return Setup(comp, given, choice, test, reference, save, record, third_of(sides))
 
 
 def sides_of(sides: dict) -> tuple:
     """The test and reference Sides of side_options' `sides`, each with its XLA options
     (--xla-flag for each that compiles, then its own --test-flag or --reference-flag)."""
-    both = checked_xla_flags(sides["xla_flags"])
-    made = {}
-    for which in ("test", "reference"):
-        own = checked_xla_flags(sides[f"{which}_flags"], f"--{which}-flag")
-        # the name looked up once, here (plugins probed first; an unknown name: exit 2,
-        # naming --test or --reference): the Side holds the Backend
-        name, through_hlo, one_device = differential.parse_route(sides[which])
-        declared = declaration(name, f"--{which}")
-        side = differential.Side(declared, through_hlo, one_device)
-        if not declared.compiles:
-            if own:
-                raise InputError(f"--{which}-flag: the {which} side, {side.backend}, "
-                                 + (f"is not XLA (its own flags: {side.backend}[--FLAG=VALUE])"
-                                    if declared.takes_flags else "compiles nothing"))
-            made[which] = side
-            continue
-        made[which] = differential.Side.of(side, options_of.merged(both, own))
-    if both and not any(s.declared.compiles for s in made.values()):
+    made = {which: _side(sides, which) for which in ("test", "reference")}
+    if sides["xla_flags"] and not any(s.declared.compiles for s in made.values()):
         raise InputError("--xla-flag sets options of XLA's compiles: neither side compiles")
     return made["test"], made["reference"]
+
+
+def third_of(sides: dict) -> differential.Side | None:
+    """compare's third side (--also, with --xla-flag and its own --also-flag), or None."""
+    return _side(sides, "also") if sides.get("also") else None
+
+
+def _side(sides: dict, which: str) -> differential.Side:
+    """The Side `which` ("test", "reference", "also") of side_options' `sides`."""
+    both = checked_xla_flags(sides["xla_flags"])
+    own = checked_xla_flags(sides.get(f"{which}_flags", ()), f"--{which}-flag")
+    # the name looked up once, here (plugins probed first; an unknown name: exit 2,
+    # naming --test, --reference or --also): the Side holds the Backend
+    name, through_hlo, one_device = differential.parse_route(sides[which])
+    declared = declaration(name, f"--{which}")
+    side = differential.Side(declared, through_hlo, one_device)
+    if not declared.compiles:
+        if own:
+            raise InputError(f"--{which}-flag: the {which} side, {side.backend}, "
+                             + (f"is not XLA (its own flags: {side.backend}[--FLAG=VALUE])"
+                                if declared.takes_flags else "compiles nothing"))
+        return side
+    return differential.Side.of(side, options_of.merged(both, own))
 
 
 def input_words(setup_: Setup) -> list:

@@ -113,11 +113,6 @@ _REFUSED = [  # (a small module, what the refusal says)
     ("(%a: tensor<4x4xcomplex<f32>>) -> tensor<4x4xcomplex<f32>>",
      "%0 = stablehlo.fft %a, type = FFT, length = [4, 4] : (tensor<4x4xcomplex<f32>>) -> "
      "tensor<4x4xcomplex<f32>>\nreturn %0 : tensor<4x4xcomplex<f32>>", "more than one dimension"),
-    ("(%a: tensor<4xf32>) -> tensor<4xf32>",
-     '%0 = "stablehlo.sort"(%a) ({\n^bb0(%x: tensor<f32>, %y: tensor<f32>):\n'
-     '%c = stablehlo.compare LT, %x, %y : (tensor<f32>, tensor<f32>) -> tensor<i1>\n'
-     'stablehlo.return %c : tensor<i1>\n}) {dimension = 0 : i64, is_stable = true} : '
-     '(tensor<4xf32>) -> tensor<4xf32>\nreturn %0 : tensor<4xf32>', "is not stable"),
     ("(%k: tensor<2xui64>) -> (tensor<2xui64>, tensor<4xui32>)",
      "%0, %1 = stablehlo.rng_bit_generator %k, algorithm = PHILOX : (tensor<2xui64>) -> "
      "(tensor<2xui64>, tensor<4xui32>)\nreturn %0, %1 : tensor<2xui64>, tensor<4xui32>",

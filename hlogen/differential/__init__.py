@@ -11,7 +11,7 @@ more of it.
   values that indices, init values and sort keys need;
 - `comparison`: `compare`, one computation on a test and a reference side (a backend,
   its XLA options, the route through HLO), compared result by result, over iterations
-  of random inputs;
+  of random inputs; with a third side, which side is the odd one out;
 - `origin`: `find_origin`, the op where a difference is born (given identical inputs,
   the test side's op alone differs) and the ops that only amplify it; `findings_of`, a
   comparison's findings (compare's report, --explain); `probed` (`localize` re-exports it);
@@ -31,8 +31,9 @@ XLA's options themselves are checked and typed by hlogen.runtime.xla_options (wh
 """
 from hlogen.differential.bisection import (EVERY_PASS, STAGES, Verdict, bisect, options_disabling,
                                            search)
-from hlogen.differential.comparison import (HLO_ROUTE, ONE_DEVICE, Comparison, Iteration, Side,
-                                            compare, leaf_names, parse_route, run_on,
+from hlogen.differential.comparison import (HLO_ROUTE, ODD_ONE_OUT, ONE_DEVICE, UNDECIDED,
+                                            Comparison, Iteration, Side, ThreeWay, compare,
+                                            leaf_names, parse_route, run_on, three_way,
                                             through_hlo)
 from hlogen.differential.hlo_passes import PassLog, parse_log, passes_that_ran
 from hlogen.differential.inputs import Need, constraints, random_inputs, zero_inputs
@@ -46,7 +47,7 @@ __all__ = [
     "Tolerance", "compare_arrays", "ResultReport", "Difference", "ulp_distance", "json_value",
     "random_inputs", "zero_inputs", "constraints", "Need",
     "compare", "run_on", "through_hlo", "leaf_names", "Side", "Comparison", "Iteration", "HLO_ROUTE",
-    "ONE_DEVICE", "parse_route",
+    "ONE_DEVICE", "parse_route", "ThreeWay", "three_way", "ODD_ONE_OUT", "UNDECIDED",
     "passes_that_ran", "parse_log", "PassLog",
     "bisect", "search", "options_disabling", "Verdict", "STAGES", "EVERY_PASS",
     "IsolatedRunner",

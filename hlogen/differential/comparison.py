@@ -2,12 +2,14 @@
 `--platform=T --reference_platform=R`), by XLA's rule (hlogen.differential.near).
 
 `run_on(backend, computation, inputs, xla_options)` is the one place that runs a
-computation for this package. A side of a comparison is a backend (a name hlogen.backends
-declares: "cpu", "gpu", "interpret", a plugin), its XLA options, and the route the module
-takes: as it is, or through HLO ("hlo:cpu": StableHLO -> an HLO module, as XLA
-compiles it -> StableHLO again, as `hlo-translate` then `run_hlo_module` do); for a
-sharded module, also as its global program on one device ("cpu:one-device": the
-partitioner under test when the other side runs it partitioned, hlogen.sharding).
+computation for this package. A third side (`also`) gives a third opinion: where two
+sides agree against one, it names the odd one out (`three_way`). A side of a comparison
+is a backend (a name hlogen.backends declares: "cpu", "gpu", "interpret", a plugin), its
+XLA options, and the route the module takes: as it is, or through HLO ("hlo:cpu":
+StableHLO -> an HLO module, as XLA compiles it -> StableHLO again, as `hlo-translate`
+then `run_hlo_module` do); for a sharded module, also as its global program on one device
+("cpu:one-device": the partitioner under test when the other side runs it partitioned,
+hlogen.sharding).
 
 A side that compiles (XLA) gets the module as written, as jax would give it
 (hlogen.runtime.execution.as_written: CHLO ops for XLA's own converter, none of hlogen's
@@ -170,23 +172,81 @@ def _under(backend: backends.Backend, options: tuple) -> backends.Backend:
     return backend.with_options(dict(options))
 
 
+# A third side's verdict on one result, by which of the three pairs agree (the test and
+# the reference, the third and the test, the third and the reference): the odd one out
+# is the side both others agree against
+ODD_ONE_OUT = {(True, True, True): "agree", (False, False, True): "test",
+               (False, True, False): "reference", (True, False, False): "third",
+               (False, False, False): "apart"}
+# the other cases: one side is within the bounds of both others, which differ (the
+# bounds are not transitive): no odd one out
+UNDECIDED = "undecided"
+
+
+@dataclasses.dataclass
+class ThreeWay:
+    """One result as a third side sees it: its reports against the test and the
+    reference side, and the verdict (ODD_ONE_OUT's values, or UNDECIDED)."""
+
+    against_test: ResultReport
+    against_reference: ResultReport
+    verdict: str
+
+    @property
+    def odd_one_out(self) -> str | None:
+        """"test", "reference" or "third": the side the two others agree against."""
+        return self.verdict if self.verdict in ("test", "reference", "third") else None
+
+    def words(self, test: "Side", reference: "Side", third: "Side") -> str:
+        return {"agree": "all three agree",
+                "test": f"the test side {test.label} is the odd one out: the reference and "
+                        f"the third side agree",
+                "reference": f"the reference {reference.label} is the odd one out: the test "
+                             f"and the third side agree",
+                "third": f"the third side {third.label} is the odd one out: the test and the "
+                         f"reference agree",
+                "apart": "all three differ: no two sides agree",
+                UNDECIDED: "undecided: one side agrees with both others, which differ from "
+                           "each other"}[self.verdict]
+
+    def to_json(self) -> dict:
+        return {"verdict": self.verdict, "odd_one_out": self.odd_one_out,
+                "third_against_test": self.against_test.to_json(),
+                "third_against_reference": self.against_reference.to_json()}
+
+
+def three_way(test_vs_reference: ResultReport, against_test: ResultReport,
+              against_reference: ResultReport) -> ThreeWay:
+    """The verdict on one result from the reports of its three pairs."""
+    key = (test_vs_reference.ok, against_test.ok, against_reference.ok)
+    return ThreeWay(against_test, against_reference, ODD_ONE_OUT.get(key, UNDECIDED))
+
+
 @dataclasses.dataclass
 class Iteration:
-    """One run of both sides with one set of inputs."""
+    """One run of both sides (and a third, where one was asked for) with one set of
+    inputs."""
 
     seed: int | None  # of random_inputs; None for inputs given
     results: list     # ResultReport per result leaf
     test_seconds: float
     reference_seconds: float
+    third: list | None = None  # ThreeWay per result leaf, with a third side
+    third_seconds: float | None = None
 
     @property
     def ok(self) -> bool:
-        return all(r.ok for r in self.results)
+        return all(r.ok for r in self.results) and \
+            all(t.verdict == "agree" for t in self.third or ())
 
     def to_json(self) -> dict:
-        return {"seed": self.seed, "ok": self.ok, "test_seconds": round(self.test_seconds, 6),
-                "reference_seconds": round(self.reference_seconds, 6),
-                "results": [r.to_json() for r in self.results]}
+        found = {"seed": self.seed, "ok": self.ok, "test_seconds": round(self.test_seconds, 6),
+                 "reference_seconds": round(self.reference_seconds, 6),
+                 "results": [r.to_json() for r in self.results]}
+        if self.third is not None:
+            found["third_seconds"] = round(self.third_seconds, 6)
+            found["three_way"] = [t.to_json() for t in self.third]
+        return found
 
 
 @dataclasses.dataclass
@@ -207,11 +267,15 @@ class Comparison:
     findings: list | None = None
     strict: bool = False  # allowed findings count as differences
     unexplained: str | None = None  # why no finding could be had, where none could
+    third: Side | None = None  # a third opinion (compare's `also`)
 
     @property
     def failed(self) -> bool:
         """Whether a difference counts: one whose finding the spec does not allow (any,
-        `strict`), or one no finding explains."""
+        `strict`), one no finding explains, or a third side that the two others agree
+        against."""
+        if "third" in (self.verdicts or ()):
+            return True
         if self.ok:
             return False
         if not self.findings or self.strict:
@@ -228,22 +292,35 @@ class Comparison:
         return self.iterations[-1].results
 
     def to_json(self) -> dict:
-        return {"computation": self.computation, "ok": self.ok, "test": self.test.to_json(),
-                "reference": self.reference.to_json(), "tolerance": self.tolerance.to_json(),
-                "xla_flags": self.xla_flags, "fallbacks": dict(self.fallbacks),
-                "iterations": [i.to_json() for i in self.iterations],
-                **({} if self.findings is None else
-                   {"findings": [f.to_json() for f in self.findings]}),
-                **({"unexplained": self.unexplained} if self.unexplained else {})}
+        found = {"computation": self.computation, "ok": self.ok, "test": self.test.to_json(),
+                 "reference": self.reference.to_json(), "tolerance": self.tolerance.to_json(),
+                 "xla_flags": self.xla_flags, "fallbacks": dict(self.fallbacks),
+                 "iterations": [i.to_json() for i in self.iterations]}
+        if self.third is not None:
+            found["third"] = self.third.to_json()
+        if self.findings is not None:
+            found["findings"] = [f.to_json() for f in self.findings]
+        if self.unexplained:
+            found["unexplained"] = self.unexplained
+        return found
+
+    @property
+    def verdicts(self) -> list:
+        """With a third side: the verdict on each result of the last iteration
+        (ODD_ONE_OUT's values, or UNDECIDED); None without one."""
+        last = self.iterations[-1]
+        return None if last.third is None else [t.verdict for t in last.third]
 
     def text(self) -> str:
         last = self.iterations[-1]
         inputs = "the inputs given" if last.seed is None else f"random inputs (seed {last.seed})"
         runs = f" after {len(self.iterations)} iterations" if len(self.iterations) > 1 else ""
-        verdict = "agree" if self.ok else "differ"
+        pair_ok = all(r.ok for r in last.results)
+        verdict = "agree" if pair_ok else "differ"
         nan = self.ok and last.results and all(r.all_nan for r in last.results)
+        third = f" (third side {self.third.label})" if self.third is not None else ""
         lines = [f"{self.computation}: test {self.test.label} and reference "
-                 f"{self.reference.label} {verdict}{runs}, with {inputs}"
+                 f"{self.reference.label} {verdict}{third}{runs}, with {inputs}"
                  + (f"; XLA_FLAGS={self.xla_flags}" if self.xla_flags else "")
                  + ("; but every element is NaN on both sides: the inputs may be out of the "
                     "ops' domain" if nan else "")]
@@ -251,6 +328,13 @@ class Comparison:
         test, reference = (side.backend + ONE_DEVICE * side.one_device
                            for side in (self.test, self.reference))
         lines += [r.text(f"test {test}", f"reference {reference}") for r in last.results]
+        for report, seen in zip(last.results, last.third or ()):
+            lines.append(f"{report.name}: {seen.words(self.test, self.reference, self.third)}")
+            name = f"third {self.third.backend}"
+            lines += [r.text(name, other, head=f"  third against {other}: ")
+                      for r, other in ((seen.against_test, f"test {test}"),
+                                       (seen.against_reference, f"reference {reference}"))
+                      if not r.ok and seen.verdict != "agree"]
         lines += [f"note: the {which} side: {why}" for which, why in self.fallbacks.items()]
         if self.findings is not None and not self.ok:
             lines += [f"finding {k}: {f.text()}" for k, f in enumerate(self.findings, 1)] or \
@@ -270,10 +354,17 @@ def compare(computation: Computation, inputs=None, test=backends.CPU.name,
             reference=backends.INTERPRET.name,
             test_options=None, reference_options=None, abs=1e-3, rel=1e-3, ulp=None,
             bitwise=False, iterations=1, seed=0, large_range=False, shown=5,
-            watch=None, runner=None, tolerance: Tolerance | None = None) -> Comparison:
+            watch=None, runner=None, tolerance: Tolerance | None = None, also=None,
+            also_options=None) -> Comparison:
     """Runs `computation` on the test and the reference side and compares each result
     by XLA's rule (abs and rel bounds), or within `ulp` units, or `bitwise` (or by
     `tolerance`, a Tolerance given whole, in place of these four).
+
+    `also` (a backend name or Side, under `also_options`): a third side, run too and
+    compared with both; each result then has a verdict (`Comparison.verdicts`): the
+    odd one out ("test", "reference", "third": the side the two others agree against),
+    "agree", "apart" (no two agree) or "undecided" (one agrees with both others, which
+    differ). The comparison is ok only when all three agree.
 
     `test`, `reference`: backend names (hlogen.backends: "cpu", "gpu", "interpret"; "hlo:cpu" takes the
     route through HLO) or Sides; `*_options`: XLA options of each (a dict or NAME=VALUE
@@ -285,15 +376,17 @@ def compare(computation: Computation, inputs=None, test=backends.CPU.name,
     `runner(side, module, inputs)`: how a side runs a module (default `Side.run`, in this
     process; hlogen.differential.isolated's Children run it in a child process that may die).
     Where results differ, hlogen.differential.origin.with_findings adds where each
-    difference is born and who is wrong.
+    difference is born and who is wrong. `watch` names the third side "third".
     """
     tolerance = Tolerance(abs, rel, ulp, bitwise) if tolerance is None else tolerance
     sides = Side.of(test, test_options), Side.of(reference, reference_options)
+    third = None if also is None else Side.of(also, also_options)
     if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
         raise InputError(f"iterations must be a whole number >= 1, got {iterations!r}")
     if inputs is not None and iterations > 1:
         raise InputError("iterations > 1 draws new random inputs each time: give no inputs")
     modules = [side.module(computation) for side in sides]
+    third_module = None if third is None else third.module(computation)
     watch = watch or (lambda which, side: None)
     run = runner or Side.run
     done = []
@@ -308,20 +401,33 @@ def compare(computation: Computation, inputs=None, test=backends.CPU.name,
         want = run(sides[1], modules[1], args)
         end = time.perf_counter()
         named = _named_leaves(computation, args)
-        reports = [compare_arrays(g, w, tolerance, name=f"result {i}", inputs=named, shown=shown)
-                   for i, (g, w) in enumerate(zip(got, want))]
-        if len(got) != len(want):
-            reports.append(ResultReport("results", f"{len(got)} against {len(want)}", tolerance,
-                                        0, 0, problem="the sides return different numbers of results"))
-        done.append(Iteration(None if inputs is not None else seed + k, reports,
-                              middle - start, end - middle))
+
+        def reports_of(got, want):
+            found = [compare_arrays(g, w, tolerance, name=f"result {i}", inputs=named,
+                                    shown=shown) for i, (g, w) in enumerate(zip(got, want))]
+            if len(got) != len(want):
+                found.append(ResultReport("results", f"{len(got)} against {len(want)}",
+                                          tolerance, 0, 0, problem="the sides return "
+                                          "different numbers of results"))
+            return found
+        reports = reports_of(got, want)
+        iteration = Iteration(None if inputs is not None else seed + k, reports,
+                              middle - start, end - middle)
+        if third is not None:
+            watch("third", third)
+            begun = time.perf_counter()
+            opinion = run(third, third_module, args)
+            iteration.third_seconds = time.perf_counter() - begun
+            iteration.third = [three_way(*found) for found in zip(
+                reports, reports_of(opinion, got), reports_of(opinion, want))]
+        done.append(iteration)
         if not done[-1].ok:
             break
     fallbacks = {} if runner is not None else {
         which: why for which, side, module in zip(("test", "reference"), sides, modules)
         if (why := side.fallback(module)) is not None}
     return Comparison(computation.name, sides[0], sides[1], tolerance, done,
-                      os.environ.get("XLA_FLAGS", ""), fallbacks)
+                      os.environ.get("XLA_FLAGS", ""), fallbacks, third=third)
 
 
 def leaf_names(computation: Computation) -> list:

@@ -9,9 +9,9 @@ import sys
 
 import click
 
-from hlogen_cli import isolation, status
+from hlogen_cli import completion, isolation, status
 from hlogen_cli.options import (function_option, input_options, refuse, side_options,
-                                tolerance_options)
+                                tolerance_options, xla_flag_option)
 from hlogen_cli.reporting import reports_errors
 
 INPUT_HELP = ("One per parameter, in order, in the forms of `hlogen run --input` (an .npz of "
@@ -46,23 +46,33 @@ def comparison_arguments(command):
               help="Count the differences the spec allows (a finding whose verdict is "
                    "'allowed') as differences too: exit 1 for them. --bitwise implies it "
                    "(every bit counts).")
+@click.option("--also", metavar="BACKEND", shell_complete=completion.backend_names,
+              help="A third side (as --test names it), compared with both: each result's "
+                   "verdict names the odd one out (the side the two others agree against), or "
+                   "says that all three differ.")
+@xla_flag_option("--also-flag", "also_flags", "the third side only (over --xla-flag)")
 @reports_errors
 def command(file, function_name, sides, inputs, tolerance, iterations, shown, json_path,
-            timeout, strict):
-    """Run IN on two backends and compare the results by XLA's rule.
+            timeout, strict, also, also_flags):
+    """Run IN on two backends (or three) and compare the results by XLA's rule.
 
     Each result is compared element by element as XLA's run_hlo_module does
     (literal_comparison::Near): an element differs only when its absolute error exceeds
     --abs AND its relative error exceeds --rel; two NaNs match, -0 matches +0, an
     infinity matches only itself, integers exactly. Where results differ, each difference
     is followed to the op where it is born (given the reference's values of its operands,
-    the test side's op alone differs) and judged by exact math: its findings. Exit 1 when
-    a finding is not allowed by the spec (or with --strict or --bitwise, any difference),
-    0 when not.
-    The test side gets the module as written (as jax gives it to XLA); hlogen's rewrites
-    are the interpreter's. IN: any module hlogen run reads (an HloSnapshot runs with its
-    arguments)."""
+    the test side's op alone differs) and judged by exact math: its findings. With --also,
+    a third side is compared with both, and each result gets a verdict: the odd one out
+    (test, reference or third), all three agree, all three differ, or undecided (one
+    agrees with both others, which differ). Exit 1 when a finding is not allowed by the
+    spec (or with --strict or --bitwise, any difference), or when the third side is the
+    odd one out; 0 when not. The test side gets the module as written (as jax gives it to
+    XLA); hlogen's rewrites are the interpreter's. IN: any module hlogen run reads (an
+    HloSnapshot runs with its arguments)."""
     inputs = inputs.random_by_default()
+    refuse([(bool(also_flags) and not also, "--also-flag sets options of the third side: "
+             "name it with --also")])
+    sides = {**sides, "also": also, "also_flags": also_flags}
     refuse(inputs.refusals() + tolerance.refusals() + [
         (iterations > 1 and bool(inputs.specs or inputs.zero),
          f"--iterations {iterations} draws new random inputs each time: not with --input or "
@@ -94,7 +104,7 @@ def compare_sides(file, function_name, sides, inputs, tolerance, iterations, sho
     found = differential.compare(setup.computation, setup.arguments, setup.test,
                                  setup.reference, iterations=iterations, seed=setup.seed,
                                  large_range=setup.choice.large_range, shown=shown,
-                                 watch=watch, **tolerance)
+                                 watch=watch, also=setup.third, **tolerance)
     last = found.iterations[-1]
     arguments = setup.arguments if last.seed is None else differential.random_inputs(
         setup.computation, seed=last.seed, large_range=setup.choice.large_range)
