@@ -439,9 +439,9 @@ def test_a_shard_map_module_runs_per_partition_bit_for_bit_with_jax(shard_map_pr
         for backend in ("cpu", "interpret"):
             if backend == "interpret" and 2 * rows > CORES:
                 with pytest.raises(hg.UnsupportedError, match=f"needs {2 * rows} cores"):
-                    manual.run(comp, [saved["a"], saved["b"]], backend)
+                    grid.run_manual(comp, [saved["a"], saved["b"]], backend)
                 continue
-            got = manual.run(comp, [saved["a"], saved["b"]], backend)
+            got = grid.run_manual(comp, [saved["a"], saved["b"]], backend)
             for k, (g, w) in enumerate(zip(got, want)):
                 assert g.dtype == w.dtype and g.tobytes() == w.tobytes(), \
                     f"mesh {rows}x2 ({form}), result {k} on {backend}: {g} != {w}"

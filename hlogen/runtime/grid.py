@@ -16,7 +16,7 @@ from hlogen import backends, mlir
 from hlogen import types as T
 from hlogen.computation import Computation
 from hlogen.errors import ExecutionError, HlogenError, UnsupportedError
-from hlogen.runtime import _jaxlib, interpreter, pjrt
+from hlogen.runtime import _jaxlib, interpreter, manual, pjrt
 from hlogen.runtime.arrays import check_signature, flatten_arguments, structure_results
 from hlogen.runtime.execution import check_results, prepare
 
@@ -33,6 +33,14 @@ def compile(computation: Computation, backend, num_replicas: int, num_partitions
     if not declared.compiles:
         return interpreter.Interpreted(computation, declared, num_replicas, num_partitions)
     return GridExecutable(computation, declared, num_replicas, num_partitions)
+
+
+def run_manual(computation: Computation, arguments: list, backend="interpret") -> list:
+    """The global results of shard_map module `computation` on global `arguments`, its
+    body run per device on `backend` (the mesh's devices as partitions of one replica)."""
+    found = manual.split(computation)
+    exe = compile(found.program, backend, 1, len(found.mesh.device_ids))
+    return manual.execute(found, exe, arguments, computation.name)
 
 
 class GridExecutable:

@@ -31,6 +31,7 @@ from hlogen.errors import ExecutionError, UnsupportedError
 from hlogen.ops import collectives
 from hlogen.runtime.arrays import (check_signature, flatten_arguments, replica_lists,
                                    replicated_call_error, structure_results)
+from hlogen.runtime import manual
 from hlogen.runtime.execution import Prepared, check_results, prepare
 from hlogen.runtime import xla_options as _xla_options
 
@@ -142,8 +143,6 @@ class PerPartition:
     local_replicas = [0]
 
     def __init__(self, computation: Computation, backend: Backend, partitioning):
-        # (imported here: hlogen.runtime.manual runs its programs through this module)
-        from hlogen.runtime import manual
         check_signature(computation)
         self.computation = computation
         self.declaration = backend

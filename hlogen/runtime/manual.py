@@ -25,7 +25,6 @@ from jaxlib.mlir import ir
 from hlogen import mlir
 from hlogen.computation import Computation
 from hlogen.errors import ExecutionError, UnsupportedError
-from hlogen.runtime import grid
 
 MANUAL_COMPUTATION = "sdy.manual_computation"
 _SHARDING = re.compile(r"<@([\w.$-]+), \[((?:\{[^}]*\}(?:, )?)*)\](?:, replicated=\{[^}]*\})?>")
@@ -181,14 +180,6 @@ def _slices(shape: tuple, spec: list, mesh: Mesh, device: int) -> tuple:
     return tuple(index)
 
 
-def run(computation: Computation, arguments: list, backend="interpret") -> list:
-    """The global results of shard_map module `computation` on global `arguments`, its
-    body run per device on `backend` (the mesh's devices as partitions of one replica)."""
-    found = split(computation)
-    exe = grid.compile(found.program, backend, 1, len(found.mesh.device_ids))
-    return execute(found, exe, arguments, computation.name)
-
-
 def execute(found: ManualModule, exe, arguments: list, name: str) -> list:
     """`found`'s global results on global `arguments`, its program run by `exe` (a grid
     executable of it on 1 x the mesh's devices)."""
@@ -223,4 +214,4 @@ def execute(found: ManualModule, exe, arguments: list, name: str) -> list:
     return results
 
 
-__all__ = ["ManualModule", "Mesh", "execute", "is_manual", "run", "split"]
+__all__ = ["ManualModule", "Mesh", "execute", "is_manual", "split"]
