@@ -272,9 +272,7 @@ class ToleranceChoice:
 
     def keywords(self) -> dict:
         """The keywords of hlogen.differential's compare and bisect."""
-        return {"abs": 1e-3 if self.abs is None else self.abs,
-                "rel": 1e-3 if self.rel is None else self.rel,
-                "ulp": self.ulp, "bitwise": self.bitwise}
+        return {"abs": self.abs, "rel": self.rel, "ulp": self.ulp, "bitwise": self.bitwise}
 
 
 def tolerance_options(command):
@@ -282,7 +280,9 @@ def tolerance_options(command):
     ToleranceChoice, `tolerance` (compare and bisect take them)."""
     @click.option("--abs", "abs_bound", type=click.FloatRange(min=0), default=None, metavar="A",
                   help="XLA's rule: an element differs only when its absolute error exceeds "
-                       "this AND its relative error exceeds --rel (default 1e-3 each).")
+                       "this AND its relative error exceeds --rel (default 1e-3 each; with "
+                       "neither given, values of a float type within 2 ULPs always match: one "
+                       "bf16 ULP is more than 1e-3).")
     @click.option("--rel", "rel_bound", type=click.FloatRange(min=0), default=None, metavar="R",
                   help="The relative error bound of XLA's rule (default 1e-3).")
     @click.option("--ulp", type=click.IntRange(min=0), default=None, metavar="N",

@@ -230,13 +230,13 @@ def options_disabling(disabled, xla_options=()) -> tuple:
 
 def bisect(computation: Computation, inputs=None, test=backends.CPU.name,
            reference=backends.INTERPRET.name,
-           test_options=None, reference_options=None, abs=1e-3, rel=1e-3, ulp=None,
+           test_options=None, reference_options=None, abs=None, rel=None, ulp=None,
            bitwise=False, seed=0, large_range=False, seconds=600,
            interrupted_by: tuple = ()) -> Verdict:
     """The stage of the test side's compiler that makes it disagree with the reference
     (arguments as hlogen.differential.comparison's; `seconds`: the limit of one compile
     and run; `interrupted_by`: as `search`'s, a "stopped" verdict of what was narrowed)."""
-    tolerance = Tolerance(abs, rel, ulp, bitwise)
+    tolerance = Tolerance.chosen(abs, rel, ulp, bitwise)
     test_side, reference_side = Side.of(test, test_options), Side.of(reference, reference_options)
     if not test_side.declared.compiles:
         words = test_side.declared.words  # the interpreter, IREE: passes that are not XLA's

@@ -352,13 +352,14 @@ _NO_ORIGIN = ("no op of main differs by itself, given the reference's values of 
 
 def compare(computation: Computation, inputs=None, test=backends.CPU.name,
             reference=backends.INTERPRET.name,
-            test_options=None, reference_options=None, abs=1e-3, rel=1e-3, ulp=None,
+            test_options=None, reference_options=None, abs=None, rel=None, ulp=None,
             bitwise=False, iterations=1, seed=0, large_range=False, shown=5,
             watch=None, runner=None, tolerance: Tolerance | None = None, also=None,
             also_options=None) -> Comparison:
     """Runs `computation` on the test and the reference side and compares each result
-    by XLA's rule (abs and rel bounds), or within `ulp` units, or `bitwise` (or by
-    `tolerance`, a Tolerance given whole, in place of these four).
+    by XLA's rule (abs and rel bounds; where neither is given, 1e-3 each with a floor of
+    ULPs per element type: near.Tolerance.chosen), or within `ulp` units, or `bitwise` (or
+    by `tolerance`, a Tolerance given whole, in place of these four).
 
     `also` (a backend name or Side, under `also_options`): a third side, run too and
     compared with both; each result then has a verdict (`Comparison.verdicts`): the
@@ -378,7 +379,7 @@ def compare(computation: Computation, inputs=None, test=backends.CPU.name,
     Where results differ, hlogen.differential.origin.with_findings adds where each
     difference is born and who is wrong. `watch` names the third side "third".
     """
-    tolerance = Tolerance(abs, rel, ulp, bitwise) if tolerance is None else tolerance
+    tolerance = Tolerance.chosen(abs, rel, ulp, bitwise) if tolerance is None else tolerance
     sides = Side.of(test, test_options), Side.of(reference, reference_options)
     third = None if also is None else Side.of(also, also_options)
     if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:

@@ -480,8 +480,8 @@ class Reduction:
 
 def reduce_module(module, interesting: Callable | None = None, *, test: str = "cpu",
            reference: str = "interpret", test_options=None, reference_options=None,
-           inputs=None, seed: int = 0, large_range: bool = False, abs: float = 1e-3,
-           rel: float = 1e-3, ulp: int | None = None, bitwise: bool = False,
+           inputs=None, seed: int = 0, large_range: bool = False, abs: float | None = None,
+           rel: float | None = None, ulp: int | None = None, bitwise: bool = False,
            error: str | None = None, crash: bool = False, script=None,
            timeout: float | None = None, progress=None,
            run_seconds: float = RUN_SECONDS, interrupted_by: tuple = ()) -> Reduction:
@@ -524,7 +524,7 @@ def reduce_module(module, interesting: Callable | None = None, *, test: str = "c
                 interest = Failure(test_side, pattern, crash, given, children, run_seconds)
             else:
                 divergence = Divergence(test_side, Side.of(reference, reference_options),
-                                        Tolerance(abs, rel, ulp, bitwise), given, children,
+                                        Tolerance.chosen(abs, rel, ulp, bitwise), given, children,
                                         run_seconds)
                 interest = dataclasses.replace(
                     divergence, kind=difference_class(divergence.compare(start)))

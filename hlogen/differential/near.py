@@ -78,14 +78,28 @@ class Tolerance:
         equals nothing, nor with a `min_ulp`)."""
         return not self.exact and not self.min_ulp
 
-    def describe(self) -> str:
+    def describe(self, element_type: str | None = None) -> str:
+        """The rule in words; of a result of `element_type` (a type name, "bf16"), the
+        per-type floor only where it can matter (the types narrower than f32)."""
         if self.bitwise or self.exact:
             return self.mode + (" (a NaN equals nothing)" if self.exact else "")
         if self.ulp is not None:
             return f"within {self.min_ulp}..{self.ulp} ULP" if self.min_ulp else \
                 f"within {self.ulp} ULP"
-        floor = ", or within the type's ULPs (TYPE_ULPS)" if self.per_type else ""
+        floor = ", or within the type's ULPs (TYPE_ULPS)" if self.per_type and \
+            element_type not in _WIDE else ""
         return f"XLA's Near, abs {self.abs:g} and rel {self.rel:g}{floor}"
+
+    @classmethod
+    def chosen(cls, abs: float | None = None, rel: float | None = None, ulp: int | None = None,
+               bitwise: bool = False) -> "Tolerance":
+        """The rule compare, bisect, reduce and fuzz take from their arguments: `bitwise`,
+        `ulp`, XLA's Near at `abs` and `rel` (1e-3 each where one is not given), and where
+        neither bound is given the default by element type (`default`: one bf16 ULP is
+        more than Near's 1e-3)."""
+        if abs is None and rel is None and ulp is None and not bitwise:
+            return cls.default()
+        return cls(1e-3 if abs is None else abs, 1e-3 if rel is None else rel, ulp, bitwise)
 
     @classmethod
     def default(cls) -> "Tolerance":
@@ -108,6 +122,7 @@ class Tolerance:
 # is a floor that matters only for the narrow types: one ULP is 2^-8..2^-7 relative in
 # bf16 (7.8 Near tolerances), 2^-11..2^-10 in f16 (about one), 2^-24..2^-23 in f32
 # (1/8400 of one), 2^-53..2^-52 in f64.
+_WIDE = {"f64", "f32", "c64", "c128", "pred"} | {f"{s}{n}" for s in "su" for n in (2, 4, 8, 16, 32, 64)}
 TYPE_ULPS = {"f64": 2, "f32": 2, "f16": 2, "bf16": 2, "f8e4m3fn": 2, "f8e5m2": 2,
              "f8e4m3": 2, "f8e3m4": 2, "f8e4m3fnuz": 2, "f8e5m2fnuz": 2, "f8e4m3b11fnuz": 2,
              "f8e8m0fnu": 2, "f4e2m1fn": 2, "f6e2m3fn": 2, "f6e3m2fn": 2}
@@ -315,7 +330,8 @@ class ResultReport:
                    f"{self.differing} of {self.elements} elements differ")
         nan = (f"; all {self.both_nan} NaN on both sides" if self.all_nan else
                f"; {self.both_nan} of them NaN on both sides" if self.both_nan else "")
-        lines = [f"{head}{verdict} ({self.tolerance.describe()}); largest errors: abs "
+        lines = [f"{head}{verdict} ({self.tolerance.describe(self.shape.split('[')[0])}); "
+                 f"largest errors: abs "
                  f"{_show(self.max_abs_error)}, rel {_show(self.max_rel_error)}{nan}"]
         lines += ["  " + d.text(actual, expected) for d in self.first]
         if self.differing > len(self.first):

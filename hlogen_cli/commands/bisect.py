@@ -68,7 +68,7 @@ def bisect_passes(file, function_name, sides, inputs, tolerance, json_path, seco
             return command_line("compare", file, test=setup.test, reference=setup.reference,
                                 test_options=options, function=function_name,
                                 inputs=setups.input_words(setup),
-                                tolerance=differential.Tolerance(**tolerance))
+                                tolerance=differential.Tolerance.chosen(**tolerance))
         reproduce["diverging"] = line(setup.test.xla_options)
         if verdict.fixed_options:
             reproduce["fixed"] = line(verdict.fixed_options)
