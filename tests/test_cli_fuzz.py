@@ -17,6 +17,7 @@ from hlogen_cli.main import main
 from tests import docs
 from tests.test_cli_readme import fresh_clone, run_session
 from tests.test_cli_reduce import small_network, with_missing_mesh
+from tests.test_report import block, without_hlogen
 
 
 def hlogen(*args):
@@ -48,6 +49,13 @@ def test_the_page_s_example_and_what_it_writes(tmp_path, monkeypatch):
     np.testing.assert_array_equal(hg.compile(module)(x), x)
     np.testing.assert_array_equal(hg.interpret(module, x), (x + rounding) - rounding)
     assert "to see it: hlogen compare" in open(finding["module"][:-len(".mlir")] + ".txt").read()
+    # the report beside it: its reproducer, run without hlogen, prints XLA CPU's x
+    report = open(finding["report"]).read()
+    assert finding["report"] == finding["module"][:-len(".mlir")] + ".report.md"
+    assert "stablehlo.subtract" in report.splitlines()[0], report
+    done = without_hlogen(block(report, "python"), tmp_path)
+    assert f"cpu (test) {float(x.flat[0])!r}" in done.stdout or \
+        "cpu (test)" in done.stdout, done.stdout + done.stderr
     # JUnit: the finding (known by the second run: skipped) and the programs that agreed
     suite = ET.parse("out/fuzz/junit.xml").getroot().find("testsuite")
     assert suite.get("failures") == "0" and suite.get("skipped") == "1"

@@ -9,9 +9,11 @@ import re
 import xml.etree.ElementTree as ET
 
 from hlogen import files
+from hlogen.differential.bisection import bisect
 from hlogen.differential.comparison import Side
 from hlogen.differential.near import Tolerance
-from hlogen.errors import InputError
+from hlogen.differential.report import report_of
+from hlogen.errors import HlogenError, InputError
 
 SUMMARY, JUNIT = "summary.json", "junit.xml"
 
@@ -57,6 +59,7 @@ class Finding:
     timed_out: bool       # the reduction stopped at its time limit
     new: bool = True      # not in the folder's summary before this run
     seen: int = 1         # programs of this run that showed it
+    report: str | None = None  # NAME.report.md
 
     def to_json(self) -> dict:
         return dataclasses.asdict(self)
@@ -128,9 +131,11 @@ def _name(signature: str) -> str:
     return f"{words[:60].rstrip('-')}-{hashlib.sha256(signature.encode()).hexdigest()[:8]}"
 
 
-def save(outputs: Outputs, finding: Finding, reduced) -> None:
-    """The reproducer of `finding`: NAME.mlir, NAME.inputs.npz (when it has inputs), and
-    NAME.txt (the signature, the program, what differs, the command)."""
+def save(outputs: Outputs, finding: Finding, reduced, sides: tuple | None = None,
+         tolerance: Tolerance | None = None) -> None:
+    """The reproducer of `finding`: NAME.mlir, NAME.inputs.npz (when it has inputs), NAME.txt
+    (the signature, the program, what differs, the command), and, given the run's `sides`
+    and `tolerance`, NAME.report.md (hlogen.differential.report: what a maintainer acts on)."""
     name = _name(finding.signature)
     finding.module = outputs.path(f"{name}.mlir")
     outputs.write(f"{name}.mlir", reduced.computation.as_text().encode())
@@ -144,6 +149,34 @@ def save(outputs: Outputs, finding: Finding, reduced) -> None:
         f"{finding.reduce_seconds:.1f} s" + (" (stopped at its time limit)"
                                               if finding.timed_out else ""),
         "", finding.message, "", f"to see it: {finding.command}", ""]).encode())
+    if sides is not None:
+        finding.report = outputs.path(f"{name}.report.md")
+        outputs.write(f"{name}.report.md", report_text(finding, reduced, sides, tolerance).encode())
+
+
+def report_text(finding: Finding, reduced, sides: tuple, tolerance: Tolerance) -> str:
+    """The report of a reduced finding (its module, inputs, the run's sides and rule); the
+    XLA pass bisected where the test side may be the wrong one."""
+    kind = "divergence" if finding.kind == "divergence" else finding.kind
+    inputs = list(reduced.inputs or [])
+    bisected = None
+    if kind == "divergence" and sides[0].declared.compiles:
+        try:
+            bisected = bisect(reduced.computation, inputs, sides[0], sides[1],
+                              **_keywords(tolerance))
+        except HlogenError:
+            bisected = None
+    try:
+        report = report_of(reduced.computation, inputs, sides[0], sides[1], tolerance,
+                           kind=kind, message=finding.message, bisected=bisected)
+    except HlogenError as e:
+        return f"# {finding.signature}\n\nno report: {e}\n"
+    return report.markdown()
+
+
+def _keywords(tolerance: Tolerance) -> dict:
+    return {"abs": tolerance.abs, "rel": tolerance.rel, "ulp": tolerance.ulp,
+            "bitwise": tolerance.bitwise}
 
 
 def known_signatures(folder) -> dict:

@@ -157,7 +157,7 @@ def run(test="cpu", reference="interpret", *, out, seconds: float = 60, seed: in
             else:
                 finding = reduced[0]
                 finding.new = finding.signature not in known
-                save(outputs, finding, reduced[1])
+                save(outputs, finding, reduced[1], sides, tolerance)
                 found[finding.signature] = finding
             tell()
     run.seconds = time.monotonic() - start
