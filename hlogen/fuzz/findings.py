@@ -82,6 +82,7 @@ class Fuzzed:
     reducing: float = 0.0  # seconds spent reducing findings
     skipped: dict = dataclasses.field(default_factory=dict)  # why -> count
     findings: list = dataclasses.field(default_factory=list)
+    interrupted: BaseException | None = None  # what ended the run early (a signal)
 
     @property
     def new(self) -> list:
@@ -94,14 +95,16 @@ class Fuzzed:
                 "generated": self.generated, "from_corpus": self.from_corpus,
                 "large_range": self.large_range, "agreed": self.agreed,
                 "reducing_seconds": round(self.reducing, 3), "skipped": dict(self.skipped),
-                "new": len(self.new), "findings": [f.to_json() for f in self.findings]}
+                "new": len(self.new), "findings": [f.to_json() for f in self.findings],
+                "stopped": None if self.interrupted is None else str(self.interrupted)}
 
     def text(self) -> str:
         skipped = ", ".join(f"{n} {why}" for why, n in sorted(self.skipped.items()))
         lines = [f"{self.programs} programs in {self.seconds:.0f} s ({self.generated} generated, "
                  f"{self.from_corpus} from the corpus): {self.agreed} agreed, "
                  f"{len(self.findings)} signature(s) found, {len(self.new)} new"
-                 + (f"; skipped: {skipped}" if skipped else "")]
+                 + (f"; skipped: {skipped}" if skipped else "")
+                 + (f"; stopped by {self.interrupted}: partial" if self.interrupted else "")]
         for f in self.findings:
             lines.append(f"{'new' if f.new else 'known'}: {f.signature} ({f.seen} program(s); "
                          f"{f.original_op_count} -> {f.op_count} ops) {f.module}")

@@ -71,7 +71,8 @@ def run(test="cpu", reference="interpret", *, out, seconds: float = 60, seed: in
          test_options=None, reference_options=None, abs: float = 1e-3, rel: float = 1e-3,
          ulp: int | None = None, bitwise: bool = False, reduce_seconds: float = 60,
          run_seconds: float = 30, programs: int | None = None,
-         progress: Callable[[Progress], None] | None = None) -> Fuzzed:
+         progress: Callable[[Progress], None] | None = None,
+         interrupted_by: tuple = ()) -> Fuzzed:
     """Runs programs on `test` and `reference` (backend names or hlogen.differential
     Sides, each with XLA options) for `seconds` (or `programs` programs, whichever ends
     first) and keeps a reduced reproducer of each cause of a difference in the folder
@@ -83,7 +84,10 @@ def run(test="cpu", reference="interpret", *, out, seconds: float = 60, seed: in
     all, False: none; chosen by each program's seed). `seed` makes the run repeatable
     (on the same machine and load: `seconds` decides how many programs run). Each run of
     a side is bounded by `run_seconds`, each reduction by `reduce_seconds`.
-    `progress(Progress)` follows it."""
+    `progress(Progress)` follows it. `interrupted_by` (exception classes, such as
+    KeyboardInterrupt) end the run early: what it found so far is saved (summary.json,
+    junit.xml, a reduction under way as far as it got) and the exception is in
+    `Fuzzed.interrupted`, for the caller to raise again."""
     folder = files.folder(out, "-o", "fuzz writes its findings into a folder", made=True)
     tolerance = Tolerance(abs, rel, ulp, bitwise)
     sides = Side.of(test, test_options), Side.of(reference, reference_options)
@@ -105,61 +109,69 @@ def run(test="cpu", reference="interpret", *, out, seconds: float = 60, seed: in
     run = Fuzzed(sides[0], sides[1], tolerance, seed)
     start = time.monotonic()
     found: dict = {}  # signature -> Finding
-    with Children(run_seconds) as children:
-        fuzzer = Triage(sides, tolerance, children, run_seconds)
+    try:
+        with Children(run_seconds) as children:
+            fuzzer = Triage(sides, tolerance, children, run_seconds)
 
-        def tell(**more):
-            if progress is not None:
-                progress(fuzzing(run.programs, len(found), sum(f.new for f in found.values()),
-                                 time.monotonic() - start, **more))
+            def tell(**more):
+                if progress is not None:
+                    progress(fuzzing(run.programs, len(found), sum(f.new for f in found.values()),
+                                     time.monotonic() - start, **more))
 
-        k = 0
-        while time.monotonic() - start < seconds and (programs is None or k < programs):
-            program_seed = program_seed_of(seed, k)
-            if entries and k % 2:
-                run.from_corpus += 1
-                where, program, given = entries.pick(k // 2, program_seed)
-            else:
-                run.generated += 1
-                where = (f"generate({program_seed}, ops={options.ops}, max_rank="
-                         f"{options.max_rank}, max_dim={options.max_dim}, depth={options.depth})")
-                program, given = generate(program_seed, ops=options.ops,
-                                          max_rank=options.max_rank, max_dim=options.max_dim,
-                                          element_types=options.element_types,
-                                          depth=options.depth), None
-            k += 1
-            run.programs += 1
-            large = large_range_of(program_seed, share)
-            run.large_range += large and given is None
-            outcome = fuzzer.observe(program, given, program_seed, large)
-            if isinstance(outcome, str) or outcome is None:
-                if outcome is None:
-                    run.agreed += 1
+            k = 0
+            while time.monotonic() - start < seconds and (programs is None or k < programs):
+                program_seed = program_seed_of(seed, k)
+                if entries and k % 2:
+                    run.from_corpus += 1
+                    where, program, given = entries.pick(k // 2, program_seed)
                 else:
-                    run.skipped[outcome] = run.skipped.get(outcome, 0) + 1
+                    run.generated += 1
+                    where = (f"generate({program_seed}, ops={options.ops}, max_rank="
+                             f"{options.max_rank}, max_dim={options.max_dim}, depth={options.depth})")
+                    program, given = generate(program_seed, ops=options.ops,
+                                              max_rank=options.max_rank, max_dim=options.max_dim,
+                                              element_types=options.element_types,
+                                              depth=options.depth), None
+                k += 1
+                run.programs += 1
+                large = large_range_of(program_seed, share)
+                run.large_range += large and given is None
+                outcome = fuzzer.observe(program, given, program_seed, large)
+                if isinstance(outcome, str) or outcome is None:
+                    if outcome is None:
+                        run.agreed += 1
+                    else:
+                        run.skipped[outcome] = run.skipped.get(outcome, 0) + 1
+                    tell()
+                    continue
+                interest, signature = outcome
+                if str(signature) in found:  # reduced already: counted, not reduced again
+                    found[str(signature)].seen += 1
+                    tell()
+                    continue
+                started = time.monotonic()
+                reduced = reduce_finding(program, interest, signature, where, program_seed,
+                                  reduce_seconds, fuzzer,
+                                  lambda p, s=str(signature): tell(reducing=s,
+                                                                   reduced_ops=p.op_count),
+                                  interrupted_by)
+                run.reducing += time.monotonic() - started
+                if reduced is None:
+                    run.skipped["not seen again"] = run.skipped.get("not seen again", 0) + 1
+                elif reduced[0].signature in found:
+                    found[reduced[0].signature].seen += 1
+                else:
+                    finding = reduced[0]
+                    finding.new = finding.signature not in known
+                    found[finding.signature] = finding
+                    stopped = reduced[1].search.interrupted
+                    # (a reduction cut short is saved as far as it got, without its report)
+                    save(outputs, finding, reduced[1], None if stopped else sides, tolerance)
+                    if stopped is not None:
+                        raise stopped
                 tell()
-                continue
-            interest, signature = outcome
-            if str(signature) in found:  # reduced already: counted, not reduced again
-                found[str(signature)].seen += 1
-                tell()
-                continue
-            started = time.monotonic()
-            reduced = reduce_finding(program, interest, signature, where, program_seed,
-                              reduce_seconds, fuzzer,
-                              lambda p, s=str(signature): tell(reducing=s,
-                                                               reduced_ops=p.op_count))
-            run.reducing += time.monotonic() - started
-            if reduced is None:
-                run.skipped["not seen again"] = run.skipped.get("not seen again", 0) + 1
-            elif reduced[0].signature in found:
-                found[reduced[0].signature].seen += 1
-            else:
-                finding = reduced[0]
-                finding.new = finding.signature not in known
-                save(outputs, finding, reduced[1], sides, tolerance)
-                found[finding.signature] = finding
-            tell()
+    except tuple(interrupted_by) as e:  # what was found so far is written all the same
+        run.interrupted = e
     run.seconds = time.monotonic() - start
     run.findings = list(found.values())
     outputs.write(SUMMARY, summary(run, known))

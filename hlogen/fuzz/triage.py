@@ -359,13 +359,14 @@ def _last_words(message: str) -> str:
 
 
 def reduce_finding(program: Computation, interest: Interest, signature: Signature, where: str,
-            seed: int, seconds: float, fuzzer: Triage, progress):
+            seed: int, seconds: float, fuzzer: Triage, progress, interrupted_by: tuple = ()):
     """(the Finding, its Reduction), or None when the difference does not show again.
     The reduction keeps the signature (a divergence's, Divergence.keeps; an error's
     message, numbers aside)."""
     try:
         reduced = reduce_with(interest.inputs.tagged(program), interest, seed=seed,
-                              timeout=seconds, progress=progress)
+                              timeout=seconds, progress=progress,
+                              interrupted_by=interrupted_by)
     except InputError:  # a difference that comes and goes
         return None
     if isinstance(interest, Divergence):
