@@ -49,6 +49,7 @@ mirror counted). Two evaluations are at most (c_xla + c_ref) ||y|| apart.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import ml_dtypes
@@ -346,3 +347,88 @@ def _product_bound(op, x: np.ndarray, y: np.ndarray) -> np.ndarray | None:
     return 2 * gamma / (1 - gamma) * larger
 
 
+
+
+# -- each op's accuracy: how far from the exact value an implementation may be -----------------
+
+@dataclasses.dataclass(frozen=True)
+class Accuracy:
+    """An op's accuracy bound, in ULPs of its result type at the exact value: a value
+    within it is right (the arbiter's verdicts, hlogen.differential.arbiter). 0.5 means
+    correctly rounded: only the rounding of the exact value is right. `xla` and
+    `interpreter` are each side's own accuracy, and `source` where the figure comes from."""
+
+    ulps: float
+    xla: str
+    interpreter: str
+    source: str
+
+
+CORRECT = Accuracy(0.5, "0.5", "0.5", "the spec: IEEE 754's operation, correctly rounded")
+EXACT = Accuracy(0.5, "exact", "exact", "the spec: an exact result (integers, selections, "
+                 "comparisons, bit casts) or the rounding of one")
+
+# op -> its accuracy: ONE table (docs/accuracy.md shows it, with each figure's source)
+ACCURACY = {
+    **{"stablehlo." + n: CORRECT for n in (
+        "add", "subtract", "multiply", "divide", "sqrt", "convert", "reduce_precision")},
+    **{"stablehlo." + n: EXACT for n in (
+        "remainder", "negate", "abs", "sign", "floor", "ceil", "round_nearest_even",
+        "round_nearest_afz", "maximum", "minimum", "clamp", "select", "compare",
+        "bitcast_convert", "count_leading_zeros", "popcnt", "shift_left",
+        "shift_right_logical", "shift_right_arithmetic", "and", "or", "xor", "not", "sort",
+        "is_finite")},
+}
+# functions that are not correctly rounded: faithful (1 ULP) unless measured otherwise
+_FAITHFUL = ("exponential", "exponential_minus_one", "log", "log_plus_one", "logistic", "sine",
+             "cosine", "tan", "tanh", "rsqrt", "cbrt", "atan2", "power")
+for _name in _FAITHFUL:
+    ACCURACY["stablehlo." + _name] = Accuracy(
+        1.0, "measured: see docs/accuracy.md", "measured: see docs/accuracy.md",
+        "faithful rounding (1 ULP): what the more accurate side achieves everywhere measured")
+for _name in ("erf", "erfc", "sinh", "cosh", "asin", "acos", "atan", "asinh", "acosh", "atanh"):
+    ACCURACY["chlo." + _name] = Accuracy(
+        1.0, "measured: see docs/accuracy.md", "measured: see docs/accuracy.md",
+        "faithful rounding (1 ULP)")
+# sums: the exact sum rounded (0.5 ULP) plus the freedom of order: see sum_bound
+SUM = Accuracy(0.5, "f32 accumulation, any order", "sequential in the result type",
+               "the spec's freedom of order, at an accumulation of at least f32: sum_bound")
+for _name in ("dot_general", "convolution", "reduce", "reduce_window"):
+    ACCURACY["stablehlo." + _name] = SUM
+
+
+def accuracy(name: str) -> Accuracy | None:
+    return ACCURACY.get(name)
+
+
+# unit roundoff of the accumulation the arbiter allows a sum: the result type's, but no
+# coarser than f32's (XLA accumulates f16 and bf16 sums in f32: an f16 sum rounded at each
+# step is the less accurate evaluation, not another order)
+_F32_U = 2.0 ** -24
+
+
+def sum_bound(terms: int, magnitude, dtype):
+    """How far a sum of `terms` terms whose magnitudes add up to `magnitude` may be from
+    its exact value, beyond the final rounding (Higham 3.1: gamma_n sum |t_i| with u the
+    accumulation's unit roundoff, for any order, with or without fused multiply-adds);
+    None where n u >= 1 (no bound)."""
+    u = min(float(ml_dtypes.finfo(dtype).eps) / 2, _F32_U)
+    if terms * u >= 1:
+        return None
+    return _gamma(terms, u) * magnitude
+
+
+# differences the spec leaves open: the classes the arbiter reports as allowed
+OPEN_CLASSES = {
+    "nan-sign-payload": "a NaN's sign and payload (IEEE 754 leaves them open), and what shows "
+                        "them: a bitcast, a sort in total order",
+    "zero-sign": "the sign of a zero the spec does not fix (an init value's, a reduction's, "
+                 "a maximum or minimum of -0 and +0)",
+    "summation-order": "a sum or dot in another order, with or without fused multiply-adds, "
+                       "within the bound of the sum (an overflow of one order included)",
+    "complex-infinity": "complex arithmetic with infinities or NaNs (C99's Annex G is not "
+                        "the spec's)",
+    "convert-out-of-range": "a float converted to an integer type that cannot hold it",
+    "integer-division": "an integer divided by zero, or MIN / -1",
+    "within-accuracy": "both values within the op's accuracy bound (ACCURACY)",
+}

@@ -1,0 +1,518 @@
+"""Who is wrong: one op's two results judged against its exact answer.
+
+`arbitrate(alone, operands, test, reference)` takes one op as a module of its own (its
+operands main's parameters: hlogen.differential.edits.op_alone(op, parameters=True)),
+the values both sides gave it, and each side's result. For the elements whose bits
+differ (at most `limit` of them: the cheap path a fuzz run takes) it computes the exact
+answer (hlogen.differential.exact: integers exactly, element-wise float functions with
+mpmath, sums and dots with fractions) and each side's error in ULPs of the result
+type, and judges each side by the op's accuracy bound (hlogen.differential.allowed's
+ACCURACY: correctly rounded ops must give the rounding of the exact value, others be
+within their bound; a sum within the bound of its order, `sum_bound`):
+
+- `test wrong`: the test side outside the bound, the reference inside;
+- `reference wrong`: the other way round;
+- `allowed`: both inside (`within-accuracy`, `summation-order`), or the values differ
+  only where the spec leaves them open (allowed.OPEN_CLASSES: a NaN's sign and payload,
+  the sign of a zero from an init value, complex arithmetic with infinities, ...); with
+  `strict`, such a difference is `undetermined` instead (no side is wrong by the spec,
+  and yet they differ);
+- `undetermined`: no exact model of the op, or both sides outside the bound.
+"""
+from __future__ import annotations
+
+import dataclasses
+import enum
+import math
+import re
+from fractions import Fraction
+
+import ml_dtypes
+import numpy as np
+from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import stablehlo
+
+from hlogen import loading, mlir, runtime
+from hlogen import types as T
+from hlogen.computation import Computation
+from hlogen.differential import allowed, exact
+from hlogen.differential.exact import Open
+from hlogen.mlir import enum_attribute
+
+LIMIT = 64   # differing elements judged (the errors are the largest over these)
+SHOWN = 8    # exact answers reported
+
+
+class Verdict(str, enum.Enum):
+    TEST_WRONG = "test wrong"
+    REFERENCE_WRONG = "reference wrong"
+    ALLOWED = "allowed"
+    UNDETERMINED = "undetermined"
+
+
+@dataclasses.dataclass(frozen=True)
+class Judgement:
+    verdict: Verdict
+    ulps: dict          # {"test": ..., "reference": ...}: each side's largest error, in ULPs
+    exact: list         # the exact answers of (up to SHOWN) differing elements, as strings
+    elements: list      # their indices
+    reason: str         # one sentence: why this verdict
+    allowed_class: str | None = None  # allowed.OPEN_CLASSES' name, when the spec allows it
+
+    def to_json(self) -> dict:
+        return {"verdict": self.verdict.value, "ulps": dict(self.ulps), "exact": list(self.exact),
+                "elements": [list(e) for e in self.elements], "reason": self.reason,
+                "allowed_class": self.allowed_class}
+
+
+@dataclasses.dataclass
+class _Element:
+    """One differing element: its exact value, and what the spec lets a side give."""
+
+    exact: object = None
+    slack: Fraction | None = None     # a sum's freedom (absolute), beyond the final rounding
+    nonfinite_ok: bool = False        # an order of the sum can overflow: any infinity or NaN
+    open: Open | None = None          # the spec gives no value
+    zero_sign: float | None = None    # IEEE 754's sign of an exact zero (None: open)
+    nan_bits: object = None           # the bits of a NaN of this float type (a bitcast's)
+
+
+def the_op(alone: Computation):
+    """The one op of `alone`'s main."""
+    block = alone.main.regions[0].blocks[0]
+    ops = [o.operation for o in block.operations
+           if o.operation.name not in ("func.return", "stablehlo.constant")]
+    return ops[0] if len(ops) == 1 else None
+
+
+def arbitrate(alone: Computation, operands: list, test, reference, *, result: int = 0,
+              strict: bool = False, limit: int = LIMIT) -> Judgement:
+    """The verdict on result `result` of the op of `alone`, run on `operands`, where the
+    test side gave `test` and the reference `reference` (see the module's text)."""
+    test, reference = np.asarray(test), np.asarray(reference)
+    operands = [np.asarray(v) for v in operands]
+    with mlir.context():
+        op = the_op(alone)
+        if op is None:
+            return _undetermined("the module holds more than one op: the arbiter judges one")
+        name = op.name
+        shape = mlir.shape_of_type(op.results[result].type)
+        model = _model(op, operands, result, alone)
+    dtype = np.dtype(shape.element_type.dtype)
+    wrong_shape = [side for side, v in (("test", test), ("reference", reference))
+                   if v.shape != tuple(shape.dimensions) or v.dtype != dtype]
+    if wrong_shape:
+        return _shapes(wrong_shape, test, reference, shape)
+    differing = np.flatnonzero(_unequal(test, reference))
+    if not differing.size:
+        return Judgement(Verdict.ALLOWED, {"test": 0, "reference": 0}, [], [],
+                         "the two sides agree bit for bit")
+    if model is None:
+        return _undetermined(f"no exact model of {name}"
+                             + (f" ({_why_not(op)})" if _why_not(op) else ""))
+    return _judge(name, model, differing[:limit], int(differing.size), test, reference,
+                  dtype, strict, operands)
+
+
+def _undetermined(reason: str) -> Judgement:
+    return Judgement(Verdict.UNDETERMINED, {"test": None, "reference": None}, [], [], reason)
+
+
+def _shapes(wrong, test, reference, shape) -> Judgement:
+    if len(wrong) == 2:
+        return _undetermined(f"neither side's result is the op's type {shape}")
+    side = wrong[0]
+    value = test if side == "test" else reference
+    return Judgement(Verdict.TEST_WRONG if side == "test" else Verdict.REFERENCE_WRONG,
+                     {"test": None, "reference": None}, [], [],
+                     f"the {side} side's result is {T.shape_text(value)}, the op's type is "
+                     f"{shape}")
+
+
+def _unequal(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    if a.dtype.itemsize in (1, 2, 4, 8) and a.dtype.kind != "c":
+        unsigned = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[a.dtype.itemsize]
+        return np.ascontiguousarray(a).view(unsigned) != np.ascontiguousarray(b).view(unsigned)
+    x, y = np.ascontiguousarray(a).reshape(-1), np.ascontiguousarray(b).reshape(-1)
+    words = a.dtype.itemsize // 8
+    return (x.view(np.uint64).reshape(-1, words) != y.view(np.uint64).reshape(-1, words)) \
+        .any(1).reshape(a.shape)
+
+
+# -- judging the differing elements ---------------------------------------------------------------
+
+def _judge(name, model, flat, count, test, reference, dtype, strict, operands) -> Judgement:
+    k = exact.kind(dtype)
+    accuracy = allowed.accuracy(name)
+    bound = accuracy.ulps if accuracy else 1.0
+    errors = {"test": [], "reference": []}
+    bad = {"test": [], "reference": []}
+    limits = {}  # index -> what the op allows there (a sum's bound differs per element)
+    classes, shown, elements = [], [], []
+    t, r = test.reshape(-1), reference.reshape(-1)
+    for i in flat:
+        index = tuple(int(j) for j in np.unravel_index(int(i), test.shape))
+        element = model(index)
+        if len(shown) < SHOWN:
+            elements.append(index)
+            shown.append(element.open.kind if element.open else exact.show(element.exact))
+        if element.open is not None:
+            classes.append(element.open.kind)
+            continue
+        sides = {"test": t[i], "reference": r[i]}
+        spec_open = _spec_open(name, sides["test"], sides["reference"], element, k)
+        for side, value in sides.items():
+            error, right = _side(value, element, dtype, k, bound, name)
+            errors[side].append(error)
+            if not right and spec_open is None:
+                bad[side].append(index)
+                limits[index] = _limit_text(element, dtype, bound, k)
+        if spec_open is not None:
+            classes.append(spec_open)
+        elif not bad["test"] and not bad["reference"]:
+            classes.append("summation-order" if element.slack is not None or
+                           element.nonfinite_ok else "within-accuracy")
+    ulps = {side: _largest(e, k) for side, e in errors.items()}
+    judged = f"{len(flat)} of {count} differing elements" if count > len(flat) else \
+        f"{count} differing element{'s' * (count > 1)}"
+    common = dict(ulps=ulps, exact=shown, elements=elements)
+    if bad["test"] and bad["reference"]:
+        return Judgement(Verdict.UNDETERMINED, reason=f"both sides are outside {name}'s accuracy "
+                         f"({_bound_text(bound)}) on {judged}", **common)
+    for side, verdict in (("test", Verdict.TEST_WRONG), ("reference", Verdict.REFERENCE_WRONG)):
+        if bad[side]:
+            other = "reference" if side == "test" else "test"
+            return Judgement(verdict, reason=(
+                f"{name}'s {side} side is {_ulps_text(ulps[side], k)} from the exact answer at "
+                f"{list(bad[side][0])} ({limits[bad[side][0]]}), the {other} side "
+                f"{_ulps_text(ulps[other], k)}"), **common)
+    cls = _chief(classes)
+    described = allowed.OPEN_CLASSES[cls]
+    if strict and cls != "within-accuracy":
+        return Judgement(Verdict.UNDETERMINED, allowed_class=cls, reason=(
+            f"no side is wrong by the spec on {judged} of {name}, but strict counts what it "
+            f"leaves open: {described}"), **common)
+    return Judgement(Verdict.ALLOWED, allowed_class=cls, reason=(
+        f"{name}: {described} ({judged}; errors: test {_ulps_text(ulps['test'], k)}, "
+        f"reference {_ulps_text(ulps['reference'], k)})"), **common)
+
+
+def _chief(classes: list) -> str:
+    """The class that names a finding: a spec-open class before within-accuracy."""
+    for cls in allowed.OPEN_CLASSES:
+        if cls != "within-accuracy" and cls in classes:
+            return cls
+    return "within-accuracy"
+
+
+def _largest(errors: list, k: str):
+    if not errors:
+        return None
+    worst = max(errors)
+    return int(worst) if k in (T.SIGNED, T.UNSIGNED, T.PRED) and math.isfinite(worst) else \
+        float(worst)
+
+
+def _ulps_text(error, k=T.FLOAT) -> str:
+    if error is None:
+        return "not measured"
+    if k in (T.SIGNED, T.UNSIGNED, T.PRED):
+        return f"{error} off" if error != math.inf else "off"
+    return "infinitely far" if error == math.inf else f"{error:.3g} ULP"
+
+
+def _limit_text(element: _Element, dtype, bound: float, k) -> str:
+    if element.zero_sign is not None:
+        return f"IEEE 754 gives {'-' if element.zero_sign < 0 else '+'}0"
+    if element.slack is None or not isinstance(element.exact, Fraction):
+        return _bound_text(bound, k) + " allowed"
+    ulp = exact.binade_ulp(element.exact, exact.float_format(dtype))
+    return f"a sum in any order is within {float(Fraction(1, 2) + element.slack / ulp):.3g} ULP"
+
+
+def _bound_text(bound: float, k=T.FLOAT) -> str:
+    if k in (T.SIGNED, T.UNSIGNED, T.PRED):
+        return "only the exact value"
+    return "only the correct rounding" if bound == 0.5 else f"{bound:g} ULP"
+
+
+def _isnan(value) -> bool:
+    return bool(np.any(np.isnan(np.asarray(value).astype(np.complex128))))
+
+
+def _spec_open(name, a, b, element: _Element, k) -> str | None:
+    """The open class two differing values of one element fall in, if any."""
+    if element.nan_bits is not None:  # a bitcast of a NaN: NaN bits on both sides
+        source = np.dtype(element.nan_bits)
+        if source.itemsize != np.dtype(np.asarray(a).dtype).itemsize:
+            return "nan-sign-payload"  # a piece of a NaN's bits
+        return "nan-sign-payload" if all(
+            _isnan(np.asarray(v).reshape(1).view(source)) for v in (a, b)) else None
+    if k == T.COMPLEX:
+        if _isnan(a) and _isnan(b):
+            return "nan-sign-payload"
+        return None
+    if k != T.FLOAT:
+        return None
+    x, y = float(a), float(b)
+    if math.isnan(x) and math.isnan(y):
+        return "nan-sign-payload" if isinstance(element.exact, float) and \
+            math.isnan(element.exact) or element.nonfinite_ok else None
+    if x == 0 and y == 0 and element.exact == 0:
+        sign = element.zero_sign
+        return "zero-sign" if sign is None else None
+    return None
+
+
+def _side(value, element: _Element, dtype, k, bound, name) -> tuple[float, bool]:
+    """(the error of one side's value, whether the op's accuracy allows it)."""
+    want = element.exact
+    if k in (T.SIGNED, T.UNSIGNED, T.PRED):
+        error = abs(int(value) - want)
+        return float(error), error == 0
+    if k == T.COMPLEX:
+        if exact_complex_nan(want):
+            return (0.0, True) if _isnan(value) else (math.inf, False)
+        error = exact.complex_ulps(value, want, dtype)
+        return error, error <= max(bound, 1.0) if name not in exact.CORRECTLY_ROUNDED else \
+            _equal_complex(value, want, dtype)
+    got = float(value)
+    if element.nonfinite_ok and not math.isfinite(got):
+        return 0.0, True
+    if got == 0 and isinstance(want, Fraction) and want == 0:
+        sign = element.zero_sign
+        right = sign is None or math.copysign(1.0, got) == sign
+        return 0.0, right
+    error = exact.ulps(value, want, dtype)
+    if element.slack is not None:
+        if not isinstance(want, Fraction) or math.isinf(got) or math.isnan(got):
+            return error, error == 0
+        ulp = exact.binade_ulp(want, exact.float_format(dtype))
+        return error, abs(exact.fraction(value) - want) <= ulp / 2 + element.slack
+    if bound == 0.5:  # correctly rounded: only the rounding of the exact value
+        rounded = exact.round_to(want, exact.float_format(dtype))
+        if isinstance(rounded, float):
+            return error, math.isnan(rounded) and math.isnan(got) or rounded == got
+        return error, exact.fraction(value) == rounded
+    return error, error <= bound
+
+
+def exact_complex_nan(want) -> bool:
+    return isinstance(want, tuple) and any(isinstance(p, float) and math.isnan(p) for p in want)
+
+
+def _equal_complex(value, want, dtype) -> bool:
+    part = exact.float_format(np.real(np.zeros((), dtype)).dtype)
+    return all(exact.fraction(v) == exact.round_to(w, part) if isinstance(w, Fraction) else
+               exact.fraction(v) == w
+               for v, w in ((np.real(value), want[0]), (np.imag(value), want[1])))
+
+
+# -- the exact model of each op ------------------------------------------------------------------
+
+ELEMENTWISE_FLOAT = set(exact.MPMATH) | {"stablehlo." + n for n in (
+    "add", "subtract", "multiply", "divide", "atan2", "power", "remainder", "floor", "ceil",
+    "round_nearest_even", "round_nearest_afz", "negate", "abs", "sign", "maximum", "minimum",
+    "clamp")}
+
+
+def _why_not(op) -> str:
+    return ""
+
+
+def _at(array: np.ndarray, index: tuple):
+    return array[()] if array.ndim == 0 else array[index]
+
+
+def _model(op, operands: list, result: int, alone: Computation | None = None):
+    """A function of a result index giving that element's _Element, or None."""
+    name = op.name
+    out = np.dtype(mlir.shape_of_type(op.results[result].type).element_type.dtype)
+    k = exact.kind(out)
+    kinds = [exact.kind(v.dtype) for v in operands]
+    if name == "stablehlo.select":
+        return lambda i: _Element(exact.value_of(_at(operands[1 + (not _at(operands[0], i))], i)))
+    if name == "stablehlo.compare":
+        direction = enum_attribute(op, "comparison_direction")
+        compare_type = enum_attribute(op, "compare_type") if "compare_type" in op.attributes \
+            else None
+        return lambda i: _Element(exact.compare(_at(operands[0], i), _at(operands[1], i),
+                                                direction, compare_type, operands[0].dtype))
+    if name == "stablehlo.is_finite":
+        return lambda i: _Element(int(bool(np.isfinite(np.float64(_at(operands[0], i))))))
+    if name == "stablehlo.convert":
+        return _guarded(lambda i: _Element(exact.convert(exact.value_of(_at(operands[0], i)),
+                                                         operands[0].dtype, out)))
+    if name == "stablehlo.reduce_precision":
+        fmt = exact.reduced_format(op.attributes["exponent_bits"].value,
+                                   op.attributes["mantissa_bits"].value)
+        return lambda i: _Element(_reduce_precision(exact.value_of(_at(operands[0], i)), fmt))
+    if name == "stablehlo.bitcast_convert":
+        whole = exact.bitcast(operands[0], out)
+        source = operands[0].dtype
+        nan = np.isnan(operands[0].astype(np.float64)) if exact.kind(source) == T.FLOAT else None
+
+        def element(i):
+            found = _Element(exact.value_of(whole[i]))
+            # the operand element(s) whose bits it holds: one, or several (a wider result)
+            if nan is not None and np.any(nan[i[:nan.ndim]]):
+                found.nan_bits = source
+            return found
+        return element
+    if k in (T.SIGNED, T.UNSIGNED, T.PRED) and name in exact.INTEGER_OPS and \
+            all(c == k for c in kinds):
+        return _guarded(lambda i: _Element(exact.integer(
+            name, [int(_at(v, i)) for v in operands], out)))
+    if name in _SUMS and k == T.FLOAT and all(c == T.FLOAT for c in kinds):
+        if name == "stablehlo.dot_general":
+            return _dot_general(op, operands[0], operands[1], out)
+        if name == "stablehlo.reduce":
+            return _reduce(op, operands, out)
+        if name == "stablehlo.reduce_window" and _body(op) != "stablehlo.add":
+            return None
+        terms = allowed.REDUCTIONS[name][0](op)
+        return _widened(op, alone, operands, out, terms)
+    if k == T.FLOAT and name in ELEMENTWISE_FLOAT and all(c == T.FLOAT for c in kinds):
+        def element(i):
+            args = [exact.fraction(_at(v, i)) for v in operands]
+            found = _Element(exact.real(name, args))
+            if found.exact == 0 and isinstance(found.exact, Fraction):
+                raw = [_at(v, i) for v in operands]  # (the Fractions have no -0)
+                found.zero_sign = exact.zero_sign(name, raw) if name not in (
+                    "stablehlo.maximum", "stablehlo.minimum", "stablehlo.clamp") else None
+            return found
+        return element
+    return None
+
+
+# -- sums: exactly with fractions, or in float64 with its error as a bound ----------------------
+
+_SUMS = {"stablehlo.dot_general", "stablehlo.reduce", "stablehlo.convolution",
+         "stablehlo.reduce_window"}
+
+
+def _body(op) -> str | None:
+    """The op a reduce's or reduce_window's body applies ("stablehlo.add"), if it is one."""
+    names = [o.operation.name for o in op.regions[0].blocks[0].operations]
+    return names[0] if len(names) == 2 and names[1] == "stablehlo.return" else None
+
+
+def _sum_element(terms: list, dtype, count: int | None = None) -> _Element:
+    """A sum of exact terms: its value, and the freedom of its order (allowed.sum_bound)."""
+    total = sum(terms, Fraction(0))
+    magnitude = sum((abs(t) for t in terms), Fraction(0))
+    return _bounded(total, magnitude, count or len(terms), dtype)
+
+
+def _bounded(total: Fraction, magnitude, terms: int, dtype, uncertainty=Fraction(0)) -> _Element:
+    fmt = exact.float_format(dtype)
+    bound = allowed.sum_bound(terms, float(magnitude), dtype)
+    # (no bound where n u >= 1: any value is one order's)
+    found = _Element(total, slack=Fraction(bound) + uncertainty if bound is not None else math.inf)
+    # an order whose partial sums or products pass the largest value overflows: any
+    # infinity or NaN is one order's
+    found.nonfinite_ok = magnitude > fmt.largest
+    return found
+
+
+def _finite_terms(values) -> list | None:
+    terms = [exact.fraction(v) for v in values]
+    return terms if all(isinstance(t, Fraction) for t in terms) else None
+
+
+def _dot_general(op, lhs: np.ndarray, rhs: np.ndarray, dtype):
+    numbers = stablehlo.DotDimensionNumbers(op.attributes["dot_dimension_numbers"])
+    lb, rb = list(numbers.lhs_batching_dimensions), list(numbers.rhs_batching_dimensions)
+    lc, rc = list(numbers.lhs_contracting_dimensions), list(numbers.rhs_contracting_dimensions)
+    lf = [d for d in range(lhs.ndim) if d not in lb + lc]
+    rf = [d for d in range(rhs.ndim) if d not in rb + rc]
+    batch = [lhs.shape[d] for d in lb]
+    left = np.transpose(lhs, lb + lf + lc).reshape(
+        math.prod(batch), math.prod(lhs.shape[d] for d in lf), -1)
+    right = np.transpose(rhs, rb + rc + rf).reshape(
+        math.prod(batch), -1, math.prod(rhs.shape[d] for d in rf))
+    shape = batch + [lhs.shape[d] for d in lf] + [rhs.shape[d] for d in rf]
+
+    def element(i):
+        flat = int(np.ravel_multi_index(i, shape)) if shape else 0
+        b, rest = divmod(flat, left.shape[1] * right.shape[2])
+        m, n = divmod(rest, right.shape[2])
+        a, c = _finite_terms(left[b, m]), _finite_terms(right[b, :, n])
+        if a is None or c is None:  # infinities or NaNs: IEEE's order decides, any is one
+            return _Element(exact.NAN, nonfinite_ok=True)
+        return _sum_element([x * y for x, y in zip(a, c)], dtype)
+    return element
+
+
+def _reduce(op, operands: list, dtype):
+    body = _body(op)
+    if len(operands) != 2 or body not in ("stablehlo.add", "stablehlo.multiply",
+                                          "stablehlo.maximum", "stablehlo.minimum"):
+        return None
+    operand, init = operands
+    dims = [int(d) for d in ir.DenseI64ArrayAttr(op.attributes["dimensions"])]
+    kept = [d for d in range(operand.ndim) if d not in dims]
+    grouped = np.transpose(operand, kept + dims).reshape(
+        tuple(operand.shape[d] for d in kept) + (-1,))
+    start = exact.fraction(init[()])
+
+    def element(i):
+        terms = _finite_terms(grouped[i])
+        if terms is None or not isinstance(start, Fraction):
+            values = [float(v) for v in grouped[i]] + [float(init[()])]
+            if body in ("stablehlo.maximum", "stablehlo.minimum") and \
+                    not any(math.isnan(v) for v in values):
+                return _Element(exact.fraction((max if body.endswith("maximum") else min)(values)))
+            return _Element(exact.NAN, nonfinite_ok=True)
+        if body == "stablehlo.add":
+            return _sum_element([start] + terms, dtype)
+        if body == "stablehlo.multiply":
+            product = math.prod(terms, start=start)
+            u = float(ml_dtypes.finfo(dtype).eps) / 2
+            n = len(terms)
+            found = _Element(product, slack=Fraction(allowed._gamma(n, u)) * abs(product)
+                             if n * u < 1 else None)
+            found.nonfinite_ok = any(abs(t) > 1 for t in terms) and any(t == 0 for t in terms)
+            return found
+        return _Element((max if body.endswith("maximum") else min)([start] + terms))
+    return element
+
+
+def _widened(op, alone: Computation, operands: list, dtype, terms: int):
+    """A sum the arbiter has no exact loop for (a convolution, a window sum): computed in
+    float64 by the interpreter, and again on the operands' magnitudes (sum |t_i|); float64's
+    own error, gamma_n 2^-53 sum |t_i| (Higham 3.1), is added to the freedom of the sum
+    (negligible beside a ULP of f32 and narrower types)."""
+    text = re.sub(r"(?<=[x<])(f16|bf16|f32)(?=>)", "f64", alone.as_text())
+    if text == alone.as_text() and dtype != np.float64:
+        return None
+    wide = loading.load(text)
+    floats = [v.astype(np.float64) if exact.kind(v.dtype) == T.FLOAT else v for v in operands]
+    with np.errstate(all="ignore"):
+        values = np.asarray(runtime.interpret(wide, *floats))
+        magnitudes = np.asarray(runtime.interpret(wide, *[np.abs(v) for v in floats]))
+    u64 = 2.0 ** -53
+
+    def element(i):
+        value, magnitude = float(values[i]), float(magnitudes[i])
+        if not (math.isfinite(value) and math.isfinite(magnitude)):
+            return _Element(exact.NAN, nonfinite_ok=True)
+        uncertainty = Fraction(allowed._gamma(terms, u64) * magnitude)
+        return _bounded(Fraction(value), Fraction(magnitude), terms, dtype, uncertainty)
+    return element
+
+
+def _guarded(model):
+    def element(i):
+        try:
+            return model(i)
+        except Open as why:
+            return _Element(open=why)
+    return element
+
+
+def _reduce_precision(x, fmt):
+    if not isinstance(x, Fraction):
+        return x
+    rounded = exact.round_to(x, fmt)
+    return rounded
