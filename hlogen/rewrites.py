@@ -97,6 +97,15 @@ def rewrite_module(module: ir.Module, rules: Sequence[Rewrite], num_replicas: in
     return count
 
 
+def applicable(module: ir.Module, rules: Sequence[Rewrite]) -> list:
+    """The entries of `rules` that `rewrite_module` would apply to `module` (one per op, the
+    first whose condition holds), in the order of its walk; `module` is not changed."""
+    table = _by_op(rules)
+    return [found for op in reversed(mlir.walk(module)) for found in
+            [next((r for r in table.get(op.name, ()) if r.when is None or r.when(op)), None)]
+            if found is not None]
+
+
 # -- XLA's semantics, for every backend ------------------------------------------------------
 
 XLA_SEMANTICS: list[Rewrite] = []
@@ -463,4 +472,4 @@ def _custom_call_layouts(b, op, operands):
     return results
 
 
-__all__ = ["LAYOUTS", "Rewrite", "RewriteBuilder", "XLA_SEMANTICS", "rule", "rewrite_module"]
+__all__ = ["LAYOUTS", "Rewrite", "RewriteBuilder", "XLA_SEMANTICS", "applicable", "rule", "rewrite_module"]

@@ -6,6 +6,11 @@ computation for this package. A side of a comparison is a backend (a name hlogen
 declares: "cpu", "gpu", "interpret", a plugin), its XLA options, and the route the module
 takes: as it is, or through HLO ("hlo:cpu": StableHLO -> an HLO module, as XLA
 compiles it -> StableHLO again, as `hlo-translate` then `run_hlo_module` do).
+
+A side that compiles (XLA) gets the module as written, as jax would give it
+(hlogen.runtime.execution.as_written: CHLO ops for XLA's own converter, none of hlogen's
+rewrites); hlogen's decompositions and XLA-semantics rewrites are the interpreter's. Where
+XLA cannot compile it so, it runs hlogen's form and `Side.fallback` says what changed.
 """
 from __future__ import annotations
 
@@ -23,7 +28,7 @@ from hlogen.differential.near import ResultReport, Tolerance, compare_arrays
 from hlogen.errors import InputError, UnsupportedError
 from hlogen.runtime import compile as compile_for
 from hlogen.runtime import xla_options as options_of
-from hlogen.runtime.execution import prepare
+from hlogen.runtime.execution import as_written, prepare
 
 HLO_ROUTE = "hlo:"  # a side's prefix: the module goes through HLO before it runs
 
@@ -39,19 +44,25 @@ def run_on(backend: str, computation: Computation, inputs, xla_options=None) -> 
 
 
 def through_hlo(computation: Computation) -> Computation:
-    """`computation` after a round trip through XLA's HLO: the module PJRT would compile
-    (hlogen's pipeline), made an HLO module by jaxlib's converter, read back as StableHLO."""
+    """`computation` after a round trip through XLA's HLO: the module as written (or, where
+    jaxlib cannot convert that, in hlogen's form for XLA), made an HLO module by jaxlib's
+    converter, read back as StableHLO (marked as written: XLA gets it as it came back)."""
     if any(isinstance(s, T.TupleShape)
            for s in computation.parameter_shapes + computation.result_shapes):
         raise InputError(f"{computation.name}: the route through HLO takes modules without "
                          f"tuple parameters or results")
-    prepared = prepare(computation, backends.CPU).computation
     try:
-        proto = native.call("stablehlo_to_hlo", prepared.to_bytecode())
-    except Exception as e:  # jaxlib's errors
-        raise InputError(f"{computation.name}: jaxlib cannot make an HLO module of it: {e}") \
-            from None
-    return loading.load_bytes(proto, f"{computation.source or computation.name} (through HLO)")
+        proto = native.call("stablehlo_to_hlo",
+                            prepare(as_written(computation), backends.CPU).computation.to_bytecode())
+    except Exception:  # jaxlib's errors: hlogen's form, as XLA would run it
+        try:
+            proto = native.call("stablehlo_to_hlo",
+                                prepare(computation, backends.CPU).computation.to_bytecode())
+        except Exception as e:
+            raise InputError(f"{computation.name}: jaxlib cannot make an HLO module of it: "
+                             f"{e}") from None
+    return as_written(loading.load_bytes(
+        proto, f"{computation.source or computation.name} (through HLO)"))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -105,8 +116,21 @@ class Side:
         return f"{name} ({options_of.text(self.xla_options)})" if self.xla_options else name
 
     def module(self, computation: Computation) -> Computation:
-        """The module this side runs of `computation` (through HLO, or the same)."""
-        return through_hlo(computation) if self.through_hlo else computation
+        """The module this side runs of `computation`: through HLO, or as written (marked
+        so, where XLA compiles it), or the same (the interpreter: hlogen's form)."""
+        if self.through_hlo:
+            return through_hlo(computation)
+        return as_written(computation) if self.declared.compiles else computation
+
+    def fallback(self, module: Computation) -> str | None:
+        """Why this side ran hlogen's form of `module` (what `module()` made), not the
+        module as written, and what hlogen changed; None where it ran it as written (or
+        is the interpreter). Asked after a run in this process (the executable is cached)."""
+        if not self.declared.compiles:
+            return None
+        executable = compile_for(module, backend=backends.get(self.backend),
+                                 xla_options=self.xla_options)
+        return getattr(executable, "fallback", None)
 
     def run(self, module: Computation, inputs) -> list:
         """The result leaves of `module` (what `module()` made) on this side."""
@@ -158,6 +182,8 @@ class Comparison:
     tolerance: Tolerance
     iterations: list
     xla_flags: str  # XLA_FLAGS, in force on both sides
+    # per side ("test", "reference") that ran hlogen's form, not the module as written: why
+    fallbacks: dict = dataclasses.field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -171,7 +197,8 @@ class Comparison:
     def to_json(self) -> dict:
         return {"computation": self.computation, "ok": self.ok, "test": self.test.to_json(),
                 "reference": self.reference.to_json(), "tolerance": self.tolerance.to_json(),
-                "xla_flags": self.xla_flags, "iterations": [i.to_json() for i in self.iterations]}
+                "xla_flags": self.xla_flags, "fallbacks": dict(self.fallbacks),
+                "iterations": [i.to_json() for i in self.iterations]}
 
     def text(self) -> str:
         last = self.iterations[-1]
@@ -187,6 +214,7 @@ class Comparison:
         # each side named as test or reference: the same backend may be on both
         lines += [r.text(f"test {self.test.backend}", f"reference {self.reference.backend}")
                   for r in last.results]
+        lines += [f"note: the {which} side: {why}" for which, why in self.fallbacks.items()]
         return "\n".join(lines)
 
 
@@ -239,8 +267,11 @@ def compare(computation: Computation, inputs=None, test=backends.CPU.name,
                               middle - start, end - middle))
         if not done[-1].ok:
             break
+    fallbacks = {} if runner is not None else {
+        which: why for which, side, module in zip(("test", "reference"), sides, modules)
+        if (why := side.fallback(module)) is not None}
     return Comparison(computation.name, sides[0], sides[1], tolerance, done,
-                      os.environ.get("XLA_FLAGS", ""))
+                      os.environ.get("XLA_FLAGS", ""), fallbacks)
 
 
 def leaf_names(computation: Computation) -> list:

@@ -11,6 +11,11 @@ process) are converted inside the module: floats to the unsigned integers of the
 (f6 to f32), narrow integers to 8 bits, complex numbers split into real and imaginary
 parts.
 
+A module marked `as_written` (hlogen.differential's test sides: XLA is given what jax would
+give it) gets neither `legalize` nor the rewrites on a backend that compiles: XLA's own
+converter takes its CHLO ops and XLA's own semantics apply. Where XLA cannot compile it so,
+hlogen.runtime.pjrt compiles hlogen's form and says what hlogen changed (`hlogen_changes`).
+
 What a backend hands back is checked against the module's declared results
 (`check_results`, for every backend, where results come back): a result of another
 shape or element type (XLA CPU's bitcast_convert of tensor<8xi1> to tensor<i8> gives
@@ -21,6 +26,8 @@ from __future__ import annotations
 import enum
 
 import numpy as np
+
+from jaxlib.mlir import ir
 
 from hlogen import dynamism, mlir, ops, passes, preflight, rewrites
 from hlogen import types as T
@@ -58,12 +65,54 @@ def _reading(backend: Backend, et: T.ElementType) -> Reading:
         Reading.CARRIER
 
 
+AS_WRITTEN = "hlogen.as_written"  # a module attribute: compile it as written (as_written)
+
+
+def as_written(computation: Computation) -> Computation:
+    """`computation` marked so that a backend that compiles (XLA) gets it as written: no
+    `legalize`, no rewrites (CHLO ops go to XLA's own converter, as jax gives them); the
+    interpreter still gets hlogen's form. The same computation when already marked."""
+    if is_as_written(computation):
+        return computation
+    marked = computation.clone()
+    with mlir.context():
+        marked.module.operation.attributes[AS_WRITTEN] = ir.UnitAttr.get()
+    return marked
+
+
+def is_as_written(computation: Computation) -> bool:
+    return AS_WRITTEN in computation.module.operation.attributes
+
+
+def hlogen_form(computation: Computation) -> Computation:
+    """`computation` without the mark of `as_written`: what hlogen's form is made from."""
+    if not is_as_written(computation):
+        return computation
+    plain = computation.clone()
+    del plain.module.operation.attributes[AS_WRITTEN]
+    return plain
+
+
+def hlogen_changes(computation: Computation, backend: Backend) -> list[str]:
+    """What hlogen's form of `computation` for `backend` changes of the module as written:
+    each CHLO or shape op `legalize` expands, each op a rewrite of the backend's
+    declaration replaces (with why), once per op name and reason."""
+    plain = hlogen_form(computation)
+    said = [f"{name} expanded into StableHLO ops (legalize)"
+            for name in dict.fromkeys(passes.foreign_ops(plain))]
+    legal = passes.run(plain, "legalize")
+    for rule in dict.fromkeys(rewrites.applicable(legal.module, backend.rewrites)):
+        said.append(f"{rule.op} rewritten ({rule.why})")
+    return said
+
+
 class Prepared:
     """A module ready for a backend and how to turn its raw results into leaf arrays."""
 
     def __init__(self, computation: Computation, original_results: list,
-                 read_leaf: list[Reading], cut=None):
+                 read_leaf: list[Reading], cut=None, as_written: bool = False):
         self.computation = computation
+        self.as_written = as_written  # given to XLA as written (no legalize, no rewrites)
         self.cut = cut  # hlogen.dynamism.Cut of a module with dynamic dimensions, or None
         self.original_leaves = T.leaf_shapes(original_results)  # the user's result leaves
         self._read_leaf = read_leaf  # per original leaf: as _reading says
@@ -116,8 +165,11 @@ def prepare(computation: Computation, backend: Backend, num_replicas: int = 1,
             num_partitions: int = 1, hlo_passes: bool = True) -> Prepared:
     """The module `backend` runs: checked (hlogen.preflight, including its collectives
     against `num_replicas`), legalized, rewritten as the backend's declaration lists
-    (hlogen.rewrites), then checked for what the backend refuses. `num_partitions` above
-    1 is for XLA's SPMD partitioner (hlogen.xla_client)."""
+    (hlogen.rewrites), then checked for what the backend refuses; a module marked
+    `as_written` skips legalize and the rewrites where the backend compiles. `num_partitions`
+    above 1 is for XLA's SPMD partitioner (hlogen.xla_client)."""
+    written = backend.compiles and is_as_written(computation)
+    computation = hlogen_form(computation) if is_as_written(computation) else computation
     where = computation.source or computation.name
     preflight.check_module(computation.module, where)
     left = passes.unbounded(computation.module, cached=True, source=computation.source)
@@ -125,7 +177,7 @@ def prepare(computation: Computation, backend: Backend, num_replicas: int = 1,
         raise ShapeError(f"{where}: {left} is dynamic with no bound: refine it from inputs "
                          f"first (hlogen.passes.refine; hlogen run does with its --input)")
     preflight.check_replicas(computation.module, num_replicas, where)
-    legal = passes.run(computation, "legalize")
+    legal = computation.clone() if written else passes.run(computation, "legalize")
     with mlir.context():  # what XLA reads the replica count from, besides its options
         attributes = legal.module.operation.attributes
         attributes["mhlo.num_replicas"] = mlir.int_attr(num_replicas, 32)
@@ -133,7 +185,8 @@ def prepare(computation: Computation, backend: Backend, num_replicas: int = 1,
     # (legalize makes no dynamic dimension: asked of the module preflight has just read)
     cut = dynamism.expose(legal.module) if dynamism.present(computation.module, cached=True) \
         else None
-    rewrites.rewrite_module(legal.module, backend.rewrites, num_replicas)
+    if not written:
+        rewrites.rewrite_module(legal.module, backend.rewrites, num_replicas)
     if not hlo_passes:  # no layout assignment: where layouts matter, data moved instead
         rewrites.rewrite_module(legal.module, rewrites.LAYOUTS, num_replicas)
     read = [_reading(backend, leaf.element_type)
@@ -147,7 +200,7 @@ def prepare(computation: Computation, backend: Backend, num_replicas: int = 1,
     if has_tuples or any(r is not Reading.AS_IS for r in read):
         legal = _wrap(legal, read)
     preflight.check_backend(legal.module, backend, where, num_replicas)
-    return Prepared(legal, computation.result_shapes, read, cut)
+    return Prepared(legal, computation.result_shapes, read, cut, written)
 
 
 def _wrap(entry: Computation, read: list[Reading]) -> Computation:

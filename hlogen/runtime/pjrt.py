@@ -160,6 +160,8 @@ class Executable:
         # the replicas this process passes the inputs of and gets the results of
         self.local_replicas = [r for r, d in enumerate(devices) if d.process_index == me]
         self.cache_outcome = "off"  # or "hit", "miss": what the disk cache did
+        # why XLA ran hlogen's form of a module marked as written, and what that changed
+        self.fallback: str | None = None
         # how the caches and compiled files key its compile options (whose XLA included)
         self.options_key = _jaxlib.compile_options_key(devices, xla_options,
                                                        backend.identity_key())
@@ -217,18 +219,26 @@ class Executable:
                 except _jaxlib.JaxRuntimeError:
                     pass  # written by an XLA that serializes differently: compile again
             self.cache_outcome = "miss"
+        hlo_passes = not dict(self.xla_options).get("xla_disable_all_hlo_passes")
         prepared = prepare(self.computation, self.declaration, self.num_replicas,
-                           hlo_passes=not dict(self.xla_options).get("xla_disable_all_hlo_passes"))
-        self._cut = prepared.cut
+                           hlo_passes=hlo_passes)
         try:
             loaded = _jaxlib.compile(pjrt, prepared.computation.to_bytecode(), self.devices,
                                      xla_options=self.xla_options)
         except _jaxlib.JaxRuntimeError as e:
             said = str(e)
+            if prepared.as_written and not any(w in said for w in _BAD_OPTION):
+                # XLA cannot compile the module as written: hlogen's form, and what it changed
+                changed = execution.hlogen_changes(self.computation, self.declaration)
+                self.fallback = (f"XLA cannot compile the module as written "
+                                 f"({said.splitlines()[0][:200]}); it ran hlogen's form, where "
+                                 + ("; ".join(changed) or "nothing was changed"))
+                return self._compile_hlogen_form(pjrt, hlo_passes)
             error = (UnsupportedError if said.startswith("UNIMPLEMENTED") else
                      InputError if any(w in said for w in _BAD_OPTION) else ExecutionError)
             raise error(f"{self.computation.name}: the {self.backend} backend cannot "
                         f"compile it: {e}") from None
+        self._cut = prepared.cut
         if key is not None:
             try:
                 payload = _jaxlib.serialize(loaded)
@@ -239,6 +249,20 @@ class Executable:
                              **({"plugin": dict(self.declaration.identity)}
                                 if self.declaration.identity else {}))
         return loaded
+
+    def _compile_hlogen_form(self, pjrt, hlo_passes: bool):
+        """The module in hlogen's form (legalized, rewritten), compiled, where XLA could not
+        compile it as written."""
+        prepared = prepare(execution.hlogen_form(self.computation), self.declaration,
+                           self.num_replicas, hlo_passes=hlo_passes)
+        self._cut = prepared.cut
+        try:
+            return _jaxlib.compile(pjrt, prepared.computation.to_bytecode(), self.devices,
+                                   xla_options=self.xla_options)
+        except _jaxlib.JaxRuntimeError as e:
+            error = UnsupportedError if str(e).startswith("UNIMPLEMENTED") else ExecutionError
+            raise error(f"{self.computation.name}: the {self.backend} backend cannot compile "
+                        f"it, as written nor in hlogen's form: {e}") from None
 
     def _capability(self, what: str, get, *args):
         """What `get(*args)` gives, or UnsupportedError naming the backend and `what`, where

@@ -1,0 +1,490 @@
+"""The origin of a difference: the op where it is born, and the ops that only pass it on.
+
+`find_origin` runs the module once per side with every top-level value of main as an extra
+output (`probed`: the module as written, so that each value is of an op as the module writes
+it; the test side gets it as written, the reference its own form), and follows the
+difference of a differing result back along the ops it depends on. An op is where a
+difference is *born* when, given identical inputs, the test side's op gives other values
+than the reference's: as XLA's `run_hlo_module --isolate_instructions` does, the op runs
+alone on the test side with the reference's values of its operands as parameters (every
+candidate in one module: one compile, one run). An op whose operands already differ and
+that, alone, agrees only passes the difference on (or magnifies it): it is `amplified_by`,
+with the ULPs in (its operands') and out (its results').
+
+Which op: the first (in program order) born with a difference by the tolerance (by
+compare's rule, or, where that is XLA's Near whose absolute bound does not scale, also
+beyond 3 ULP and the relative bound: a flushed subnormal is the op's own difference);
+where none is, the first born at all (a 1-ULP difference that tan magnifies). The first op
+whose values differ at all has operands that agree to the bit: the probed run already gave
+it identical inputs, and where the op alone agrees, its difference is born of its context
+(a rewrite across ops, a constant folded: `in_context`; `hlogen bisect` names the pass).
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+from jaxlib.mlir import ir
+
+from hlogen import mlir, preflight
+from hlogen import types as T
+from hlogen.computation import Computation
+from hlogen.differential.near import Tolerance, compare_arrays, ulp_distance
+from hlogen.errors import HlogenError
+
+_SKIPPED = {"func.return", "stablehlo.constant"}  # constants are the same everywhere
+_SCALED = Tolerance(ulp=3)  # where the rule is Near: also beyond 3 ULP (and rel)
+_AT_ALL = Tolerance(ulp=0)  # any difference of bits (two NaNs, -0 and +0 agree)
+
+
+@dataclasses.dataclass(frozen=True)
+class Amplification:
+    """An op after the origin that only passes the difference on, or magnifies it."""
+    op: str
+    line: int | None
+    ulps_in: float   # the largest difference of its operands between the sides, in ULPs
+    ulps_out: float  # of its results
+
+    def to_json(self) -> dict:
+        return {"op": self.op, "line": self.line, "ulps_in": _number(self.ulps_in),
+                "ulps_out": _number(self.ulps_out)}
+
+
+@dataclasses.dataclass(frozen=True)
+class Origin:
+    """The op where a difference is born (as the module writes it)."""
+    op: str             # as the module writes it ("stablehlo.power", "chlo.erf")
+    line: int | None    # line in the file given (None for a module built in Python)
+    location: str       # file:line:column
+    position: int       # index among main's top-level ops
+    result: int         # which of its results differs
+    alone: Computation  # the op alone, parameters = its operands (what arbitrate takes)
+    operands: list      # the reference side's values of its operands: what both sides were given
+    test: np.ndarray    # the op's result on the test side, run alone on `operands`
+    reference: np.ndarray
+    amplified_by: tuple  # Amplification, in program order, the ops between the origin and the result
+    judgement: object = None  # hlogen.differential.arbiter.Judgement, where it judged
+    # the op alone agrees: the difference is born of the op in its module (a rewrite across
+    # ops, a folded constant); `test` is then its value in the module
+    in_context: bool = False
+    of_result: int = 0   # which result of main the difference was followed from
+
+    def text(self) -> str:
+        where = f"{self.location}: {self.op}" + (f" (result {self.result})"
+                                                 if self.result else "")
+        how = ("differs only in its module (alone, with the reference's operands, it agrees: "
+               "a rewrite across ops or a folded constant)") if self.in_context else \
+            "differs, given the reference's values of its operands"
+        said = [f"born at {where}: {how}"]
+        if self.amplified_by:
+            said.append("amplified by " + ", ".join(
+                f"{a.op}" + (f" (line {a.line})" if a.line else "")
+                + f" ({_ulps_text(a.ulps_in)} -> {_ulps_text(a.ulps_out)} ULP)"
+                for a in self.amplified_by))
+        return "; ".join(said)
+
+    def __str__(self) -> str:
+        return self.text()
+
+
+def find_origin(computation: Computation, inputs, test, reference,
+                tolerance: Tolerance | None = None, of_result: int | None = None,
+                runner=None, strict: bool = False) -> Origin | None:
+    """The origin of the difference of a result of `computation` between the `test` and
+    `reference` sides (hlogen.differential.comparison.Side, or backend names) on `inputs`
+    (one array per parameter leaf): result `of_result` of main, or the first that differs
+    by `tolerance` (default XLA's Near at 1e-3); None when no result differs. `runner(side,
+    module, inputs)` runs a side (default `Side.run`). The origin's `judgement` is the
+    arbiter's (hlogen.differential.arbiter, `strict` as its), where it judges."""
+    if of_result is None:
+        return next(iter(_origins(computation, inputs, test, reference, tolerance, None,
+                                  runner, strict)), None)
+    return _origins(computation, inputs, test, reference, tolerance, [of_result], runner,
+                    strict)[0]
+
+
+def _origins(computation, inputs, test, reference, tolerance, of_results, runner,
+             strict) -> list:
+    """The origin of each result of main in `of_results` (None: of the first that
+    differs, or none) from one probed run per side."""
+    from hlogen.differential.comparison import Side  # (comparison imports this module)
+    if not isinstance(computation, Computation):
+        raise HlogenError(f"find_origin takes a Computation, got {type(computation).__name__}")
+    tolerance = tolerance or Tolerance()
+    sides = Side.of(test), Side.of(reference)
+    run = runner or Side.run
+    module, probes = probed(computation)
+    inputs = list(inputs)
+    values = [run(side, side.module(module), inputs) for side in sides]
+    n = len(probes)
+    results = [(values[0][n + i], values[1][n + i]) for i in range(len(values[0]) - n)]
+    if of_results is None:
+        of_results = [i for i, (a, b) in enumerate(results) if _differs(a, b, tolerance)][:1]
+    block = module.main.regions[0].blocks[0]
+    terminator = list(block.operations)[-1].operation
+    where = computation.source or computation.name
+    index = {p.op.results[p.index]: k for k, p in enumerate(probes)}
+
+    def operand_values(op, side: int) -> list | None:
+        got = []
+        for value in op.operands:
+            if value in index:
+                got.append(values[side][index[value]])
+            elif isinstance(value.owner, ir.Block):
+                got.append(inputs[ir.BlockArgument(value).arg_number])
+            else:
+                got.append(mlir.constant_of(value))
+        return None if any(g is None for g in got) else got
+
+    alone_cache: dict = {}  # probe -> its results alone on the test side
+
+    def alone_of(candidates: list) -> dict:
+        todo = [k for k in candidates if k not in alone_cache]
+        got = _alone_values(sides[0], run, [probes[k].op for k in todo],
+                            [operand_values(probes[k].op, 1) for k in todo])
+        alone_cache.update(zip(todo, got))
+        return alone_cache
+
+    def origin_of(of_result: int) -> Origin | None:
+        needed = _ancestors(block, terminator.operands[n + of_result])
+        # the values that differ at all, on the way to the result
+        candidates = [k for k, p in enumerate(probes) if p.position in needed
+                      and _differs(values[0][k], values[1][k], _AT_ALL)]
+        if not candidates:
+            return None
+
+        def same_inputs(k) -> bool:  # the module gave the op identical operands
+            ins = [operand_values(probes[k].op, s) for s in (0, 1)]
+            return None not in ins and all(
+                not _differs(np.asarray(a), np.asarray(b), _AT_ALL) for a, b in zip(*ins))
+
+        same = {k: same_inputs(k) for k in candidates}
+        judged = {}  # per candidate: (born, born by the tolerance, in context, the test's value)
+
+        def judge_op(k):
+            want = values[1][k]
+            got = None if alone_cache[k] is None else alone_cache[k][probes[k].index]
+            if got is not None and _differs(got, want, _AT_ALL):
+                judged[k] = (True, _differs(got, want, tolerance), False, got)
+            elif same[k]:  # identical operands in the module: born in its context
+                judged[k] = (True, _differs(values[0][k], want, tolerance), True, values[0][k])
+            else:
+                judged[k] = (False, False, False, values[0][k])
+
+        # alone-runs only where needed, each set in one module: the ops given identical
+        # operands (born, for sure); then the others before the first of those born by the
+        # tolerance (an op may add a difference of its own to one it was given)
+        given_same = [k for k in candidates if same[k]]
+        alone_of(given_same)
+        for k in given_same:
+            judge_op(k)
+        limit = next((k for k in given_same if judged[k][1]), None)
+        others = [k for k in candidates if not same[k] and (limit is None or k < limit)]
+        alone_of(others)
+        for k in others:
+            judge_op(k)
+        candidates_judged = sorted(judged)
+        born = [k for k in candidates_judged if judged[k][0]]
+        if not born:  # (the first candidate's operands agree: only an op alone may not run)
+            return None
+        first = next((k for k in born if judged[k][1]), born[0])
+        probe = probes[first]
+        _, _, in_context, got = judged[first]
+        with mlir.context(), ir.Location.unknown():
+            from hlogen.differential.edits import op_alone  # (edits imports the runtime)
+            alone_module = Computation(op_alone(probe.op, parameters=True))
+        amplified = []
+        for k in candidates:
+            if k <= first or probes[k].index:
+                continue
+            op = probes[k].op
+            ins = [operand_values(op, s) for s in (0, 1)]
+            ulps_in = max((_ulps(np.asarray(a), np.asarray(b)) for a, b in zip(*ins)), default=0.0) \
+                if None not in ins else float("nan")
+            amplified.append(Amplification(op.name, _line(op, computation.source), ulps_in,
+                                           _ulps(values[0][k], values[1][k])))
+        found = Origin(op=probe.op.name, line=_line(probe.op, computation.source),
+                       location=preflight.located(probe.op, where), position=probe.position,
+                       result=probe.index, alone=alone_module,
+                       operands=[np.asarray(v) for v in operand_values(probe.op, 1) or []],
+                       test=np.asarray(got), reference=np.asarray(values[1][first]),
+                       amplified_by=tuple(amplified), in_context=in_context, of_result=of_result)
+        return dataclasses.replace(found, judgement=judge(found, strict))
+
+    return [origin_of(i) for i in of_results]
+
+
+
+def judge(origin: Origin, strict: bool = False):
+    """The arbiter's judgement of `origin` (hlogen.differential.arbiter.arbitrate: exact
+    math of the op on the operands both sides were given), or None where there is none."""
+    try:
+        from hlogen.differential import arbiter
+    except ImportError:  # (the arbiter is another branch's until merged)
+        return None
+    return arbiter.arbitrate(origin.alone, origin.operands, origin.test, origin.reference,
+                             result=origin.result, strict=strict)
+
+
+UNDETERMINED = "undetermined"
+ALLOWED = "allowed"
+
+
+@dataclasses.dataclass(frozen=True)
+class Finding:
+    """A difference of a comparison as a maintainer reads it: where it is born (`origin`),
+    who is wrong (its judgement's verdict), and which results of main it reaches."""
+    origin: Origin
+    results: tuple  # the results of main it was followed from
+
+    @property
+    def verdict(self) -> str:
+        j = self.origin.judgement
+        return UNDETERMINED if j is None else _text(j.verdict)
+
+    @property
+    def allowed(self) -> bool:
+        return self.verdict == ALLOWED
+
+    def to_json(self) -> dict:
+        o, j = self.origin, self.origin.judgement
+        return {"op": o.op, "line": o.line, "location": o.location, "position": o.position,
+                "result": o.result, "results": list(self.results), "verdict": self.verdict,
+                "ulps": dict(j.ulps) if j is not None else {"test": None, "reference": None},
+                "exact": list(j.exact) if j is not None else [],
+                "elements": [list(map(int, np.atleast_1d(e))) for e in j.elements]
+                if j is not None else [],
+                "amplified_by": [a.to_json() for a in o.amplified_by],
+                "reason": j.reason if j is not None else _UNJUDGED,
+                "allowed_class": j.allowed_class if j is not None else None,
+                "in_context": o.in_context}
+
+    def text(self) -> str:
+        o, j = self.origin, self.origin.judgement
+        results = ", ".join(map(str, self.results))
+        said = [f"result{'s' if len(self.results) > 1 else ''} {results} "
+                f"differ{'' if len(self.results) > 1 else 's'} from {o.op} at {o.location}: "
+                + ("it differs only in its module (alone, given the reference's operands, "
+                   "it agrees: a rewrite across ops or a folded constant; hlogen bisect "
+                   "names the pass)" if o.in_context else
+                   "given the reference's values of its operands, the test side's op gives "
+                   "other values")]
+        if j is None:
+            said.append(f"verdict: {UNDETERMINED} ({_UNJUDGED})")
+        else:
+            ulps = ", ".join(f"{side} {_ulps_text(v) if isinstance(v, (int, float)) else v}"
+                             for side, v in j.ulps.items() if v is not None)
+            said.append(f"verdict: {self.verdict}: {j.reason}"
+                        + (f" (error in ULPs: {ulps})" if ulps else "")
+                        + (f"; exact: {', '.join(j.exact[:3])}" if j.exact else ""))
+        if o.amplified_by:
+            said.append("passed on by " + ", ".join(
+                f"{a.op}" + (f" (line {a.line})" if a.line else "")
+                + f": {_ulps_text(a.ulps_in)} -> {_ulps_text(a.ulps_out)} ULP"
+                for a in o.amplified_by) + " (not causes: each only passes the difference on)")
+        return "; ".join(said)
+
+
+_UNJUDGED = "no exact answer was computed for it"
+
+
+def findings_of(computation: Computation, inputs, test, reference, differing: list,
+                tolerance: Tolerance | None = None, runner=None, strict: bool = False) -> list:
+    """One Finding per origin of the results of main `differing` (indices), in order: the
+    results whose differences are born at the same op make one finding."""
+    found: dict = {}
+    for i in differing:
+        origin = find_origin(computation, inputs, test, reference, tolerance, of_result=i,
+                             runner=runner, strict=strict)
+        if origin is None:
+            continue
+        key = (origin.position, origin.result)
+        if key in found:
+            found[key] = dataclasses.replace(found[key], results=found[key].results + (i,))
+        else:
+            found[key] = Finding(origin, (i,))
+    return list(found.values())
+
+
+def _text(verdict) -> str:
+    return getattr(verdict, "value", verdict)
+
+
+# -- the probes ---------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class Probe:
+    op: ir.Operation  # a top-level op of main (of the probed module)
+    index: int        # which of its results
+    position: int     # the op's index among main's top-level ops
+
+    def __iter__(self):  # (op, index, position), as the fuzzer's triage unpacks it
+        return iter((self.op, self.index, self.position))
+
+
+def probed(computation: Computation):
+    """A copy of `computation`, as written, whose main returns every top-level intermediate
+    tensor (then its own results), and the probes (Probe: op, result index, position)."""
+    copy = computation.clone()
+    main = copy.main
+    block = main.regions[0].blocks[0]
+    probes, values = [], []
+    for position, op in enumerate(block.operations):
+        op = op.operation
+        if op.name in _SKIPPED:
+            continue
+        for index, result in enumerate(op.results):
+            if isinstance(_try_shape(result.type), T.Shape):
+                probes.append(Probe(op, index, position))
+                values.append(result)
+    terminator = list(block.operations)[-1].operation
+    originals = list(terminator.operands)
+    with mlir.context(), ir.InsertionPoint(terminator), terminator.location:
+        ir.Operation.create("func.return", operands=values + originals)
+        terminator.erase()
+        ftype = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
+        main.attributes["function_type"] = ir.TypeAttr.get(
+            ir.FunctionType.get(list(ftype.inputs), [v.type for v in values + originals]))
+        if "res_attrs" in main.attributes:
+            del main.attributes["res_attrs"]
+    return Computation(copy.module, computation.source), probes
+
+
+def _try_shape(t):
+    try:
+        return mlir.shape_of_type(t)
+    except Exception:
+        return None
+
+
+def _ancestors(block, value) -> set:
+    """The positions of the top-level ops of `block` that `value` depends on (through
+    operands, and the values that ops in their regions use)."""
+    position = {op.operation: i for i, op in enumerate(block.operations)}
+    seen, todo = set(), [value]
+    while todo:
+        owner = todo.pop().owner
+        if isinstance(owner, ir.Block):
+            continue
+        op = owner.operation
+        while op is not None and op not in position:  # an op in a region: its holder
+            op = op.parent.operation if op.parent is not None else None
+        if op is None or position[op] in seen:
+            continue
+        seen.add(position[op])
+        todo += list(op.operands)
+        for inner in _nested(op):
+            todo += list(inner.operands)
+    return seen
+
+
+def _nested(op):
+    """The ops inside `op`'s regions."""
+    for region in op.regions:
+        for block in region.blocks:
+            for inner in block.operations:
+                inner = inner.operation
+                yield inner
+                yield from _nested(inner)
+
+
+# -- the ops alone, on the test side -------------------------------------------------------
+
+def _alone_values(side, run, ops: list, operands: list) -> list:
+    """Each op's results run alone on `side` with `operands` (the reference's values),
+    all in one module; None for an op whose operands are not known or that cannot run
+    alone (one by one where the module of all cannot)."""
+    todo = [j for j, given in enumerate(operands) if given is not None]
+    found: list = [None] * len(ops)
+    if not todo:
+        return found
+    try:
+        batch = _alone_batch([ops[j] for j in todo])
+        flat = run(side, side.module(batch), [a for j in todo for a in operands[j]])
+    except HlogenError:
+        for j in todo:  # one by one: an op that cannot run alone loses only itself
+            try:
+                one = _alone_batch([ops[j]])
+                found[j] = run(side, side.module(one), list(operands[j]))
+            except HlogenError:
+                pass
+        return found
+    at = 0
+    for j in todo:
+        count = len(ops[j].results)
+        found[j] = flat[at:at + count]
+        at += count
+    return found
+
+
+def _alone_batch(ops: list) -> Computation:
+    """One module whose main runs each of `ops` alone: its operands as parameters (in
+    order, op after op), its results returned (in order)."""
+    with mlir.context(), ir.Location.unknown():
+        module = ir.Module.create()
+        inputs = [v.type for op in ops for v in op.operands]
+        outputs = [t for op in ops for t in op.results.types]
+        with ir.InsertionPoint(module.body):
+            function = ir.Operation.create(
+                "func.func", regions=1, attributes={
+                    "sym_name": ir.StringAttr.get("main"),
+                    "function_type": ir.TypeAttr.get(ir.FunctionType.get(inputs, outputs))})
+        block = function.regions[0].blocks.append(*inputs)
+        returned, at = [], 0
+        with ir.InsertionPoint(block):
+            for op in ops:
+                copy = op.clone()
+                for i in range(len(op.operands)):
+                    copy.operands[i] = block.arguments[at + i]
+                at += len(op.operands)
+                returned += list(copy.results)
+            ir.Operation.create("func.return", operands=returned)
+        module.operation.verify()
+    return Computation(module)
+
+
+# -- judging values -------------------------------------------------------------------------
+
+def _differs(a, b, tolerance: Tolerance) -> bool:
+    """Whether an op's values `a` and `b` differ by `tolerance` (where it is XLA's Near:
+    also beyond 3 ULP and its relative bound, so that a difference the absolute bound hides
+    in small values counts)."""
+    a, b = np.asarray(a), np.asarray(b)
+    if not compare_arrays(a, b, tolerance, shown=0).ok:
+        return True
+    near = tolerance.ulp is None and not tolerance.bitwise
+    return near and tolerance is not _AT_ALL and not compare_arrays(
+        a, b, _SCALED, also=Tolerance(0, tolerance.rel), shown=0).ok
+
+
+def _ulps(a: np.ndarray, b: np.ndarray) -> float:
+    """The largest distance between `a` and `b`, in ULPs of their type (integers: their
+    difference; complex numbers: of either part)."""
+    a, b = np.asarray(a), np.asarray(b)
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return float("inf")
+    if a.size == 0:
+        return 0.0
+    kind = T.element_type(a.dtype).kind
+    if kind == T.COMPLEX:
+        return max(_ulps(a.real, b.real), _ulps(a.imag, b.imag))
+    if kind == T.FLOAT:
+        return float(np.max(ulp_distance(a, b)))
+    return float(np.max(np.abs(a.astype(object) - b.astype(object)))) if a.dtype != bool \
+        else float(np.count_nonzero(a != b))
+
+
+def _line(op, source: str | None) -> int | None:
+    """`op`'s line in the file `source` (None for a module built in Python)."""
+    if source is None:
+        return None
+    found = mlir.file_location(op.location, source)
+    return None if found is None or found[0] != source else found[1]
+
+
+def _number(x: float):
+    return None if x != x else (int(x) if float(x).is_integer() and abs(x) < 2**53 else x)
+
+
+def _ulps_text(x: float) -> str:
+    return "?" if x != x else (f"{x:.0f}" if x < 1e6 else f"{x:.3g}")

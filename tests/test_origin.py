@@ -1,0 +1,150 @@
+"""The origin of a difference (hlogen.differential.origin) and the test side's module as
+written (hlogen.runtime.execution.as_written), each on a module the test makes: where a
+difference is born (an integer power, not the atan2 and exponential it reaches), what only
+magnifies it (tan), and chlo.erf given to XLA as jax gives it."""
+from __future__ import annotations
+
+import jax
+import numpy as np
+import pytest
+from jax import lax
+
+from hlogen import backends, loading, passes
+from hlogen.differential import Side, compare
+from hlogen.differential.origin import Amplification, find_origin, findings_of, probed
+from hlogen.runtime import compile as compile_for
+from hlogen.runtime.execution import as_written, hlogen_changes
+
+POWER = """func.func @main(%a: tensor<3xi32>, %b: tensor<3xi32>, %x: tensor<3xf32>) -> (tensor<3xi32>, tensor<3xf32>) {
+  %p = stablehlo.power %a, %b : tensor<3xi32>
+  %f = stablehlo.convert %p : (tensor<3xi32>) -> tensor<3xf32>
+  %y = stablehlo.atan2 %f, %x : tensor<3xf32>
+  %e = stablehlo.exponential %y : tensor<3xf32>
+  return %p, %e : tensor<3xi32>, tensor<3xf32>
+}
+"""
+POWER_INPUTS = [np.array([0, 2, 3], np.int32), np.array([64, 3, 2], np.int32),
+                np.array([1, 2, 3], np.float32)]
+
+
+def power_module(tmp_path):
+    path = tmp_path / "power.mlir"
+    path.write_text(POWER)
+    return loading.load_bytes(POWER.encode(), str(path))
+
+
+def test_the_origin_of_a_misnamed_difference_is_the_integer_power(tmp_path):
+    comp = power_module(tmp_path)
+    found = compare(comp, POWER_INPUTS)
+    assert not found.results[0].ok and not found.results[1].ok  # both results differ
+    # XLA's integer power reads 6 bits of the exponent: 0**64 = 1 (exact: 0)
+    origin = find_origin(comp, POWER_INPUTS, "cpu", "interpret", of_result=1)
+    assert (origin.op, origin.line, origin.position, origin.result) == ("stablehlo.power", 2, 0, 0)
+    assert origin.location.endswith("power.mlir:2:8") and not origin.in_context
+    assert origin.test.tolist() == [1, 8, 9] and origin.reference.tolist() == [0, 8, 9]
+    assert [o.tolist() for o in origin.operands] == [[0, 2, 3], [64, 3, 2]]
+    # atan2 and exponential only pass it on
+    assert [(a.op, a.line) for a in origin.amplified_by] == [
+        ("stablehlo.convert", 3), ("stablehlo.atan2", 4), ("stablehlo.exponential", 5)]
+    convert = origin.amplified_by[0]
+    assert convert.ulps_in == 1 and convert.ulps_out == 0x3F800000  # 0 -> 1.0 in f32
+    # the op alone takes the operands as parameters: what the arbiter judges
+    assert origin.alone.parameter_shapes == [origin.alone.result_shapes[0]] * 2
+    assert np.asarray(compile_for(origin.alone, backend="interpret")(*origin.operands)).tolist() \
+        == [0, 8, 9]
+    first = find_origin(comp, POWER_INPUTS, "cpu", "interpret")  # the first result that differs
+    assert (first.op, first.of_result, first.amplified_by) == ("stablehlo.power", 0, ())
+    (finding,) = findings_of(comp, POWER_INPUTS, "cpu", "interpret", [0, 1])
+    assert finding.results == (0, 1) and finding.to_json()["op"] == "stablehlo.power"
+
+
+def _rsqrt_one_ulp_apart() -> np.float32:
+    """An x in (0.25, 1) whose rsqrt (in [1, 2): the ULP of pi/2) XLA CPU and the
+    interpreter round apart."""
+    x = np.random.default_rng(0).uniform(0.26, 0.99, 4096).astype(np.float32)
+    text = ("func.func @main(%x: tensor<4096xf32>) -> tensor<4096xf32> {\n"
+            "  %0 = stablehlo.rsqrt %x : tensor<4096xf32>\n  return %0 : tensor<4096xf32>\n}\n")
+    comp = loading.load_bytes(text.encode(), "rsqrt.mlir")
+    cpu = compile_for(as_written(comp), backend="cpu")(x)
+    reference = compile_for(comp, backend="interpret")(x)
+    (apart,) = np.nonzero(cpu != reference)[0][:1]
+    return x[apart], reference[apart]
+
+
+def test_a_one_ulp_difference_magnified_by_tan_is_born_at_the_first_op(tmp_path):
+    x, y = _rsqrt_one_ulp_apart()
+    c = np.float32(np.pi / 2) - y  # y + c: pi/2 on the reference, an ULP off on XLA
+    text = ("func.func @main(%x: tensor<1xf32>) -> tensor<1xf32> {\n"
+            "  %y = stablehlo.rsqrt %x : tensor<1xf32>\n"
+            f"  %c = stablehlo.constant dense<{float(c)!r}> : tensor<1xf32>\n"
+            "  %s = stablehlo.add %y, %c : tensor<1xf32>\n"
+            "  %t = stablehlo.tan %s : tensor<1xf32>\n"
+            "  return %t : tensor<1xf32>\n}\n")
+    path = tmp_path / "tan.mlir"
+    path.write_text(text)
+    comp = loading.load_bytes(text.encode(), str(path))
+    inputs = [np.array([x], np.float32)]
+    assert not compare(comp, inputs).ok  # tan near its pole: a difference of millions
+    origin = find_origin(comp, inputs, "cpu", "interpret")
+    assert (origin.op, origin.line) == ("stablehlo.rsqrt", 2)
+    assert abs(int(origin.test.view(np.int32)[0]) - int(origin.reference.view(np.int32)[0])) == 1
+    add, tan = origin.amplified_by
+    assert (add.op, add.line, tan.op, tan.line) == ("stablehlo.add", 4, "stablehlo.tan", 5)
+    assert add.ulps_in == 1 and add.ulps_out >= 1
+    assert tan.ulps_in == add.ulps_out and tan.ulps_out > 1e6
+    assert isinstance(tan, Amplification) and "amplified by stablehlo.add" in origin.text()
+
+
+def _erf_module():
+    """chlo.erf as jax emits it, times 1e38: XLA's own erf of a small normal x is right;
+    the polynomial chlo-legalize-to-stablehlo makes of it has a subnormal intermediate
+    that XLA CPU flushes to zero."""
+    x = np.array([1.3e-38, 0.5, 2.0], np.float32)
+    text = jax.jit(lambda v: lax.erf(v) * np.float32(1e38)).lower(x).as_text()
+    assert "chlo.erf" in text
+    return loading.load_bytes(text.encode(), "erf.mlir"), [x]
+
+
+def test_erf_as_written_agrees_where_hlogen_legalized_form_diverged():
+    comp, inputs = _erf_module()
+    assert compare(comp, inputs).ok  # XLA gets chlo.erf as written (before: it differed)
+    legal = passes.run(comp, "legalize")
+    assert "chlo.erf" not in str(legal.module)
+    found = compare(legal, inputs)  # hlogen's polynomial, on both sides
+    assert not found.ok
+    assert found.results[0].first[0].actual == 0  # flushed on XLA CPU, 1.47 on the interpreter
+    assert Side.of("cpu").module(comp).module.operation.attributes["hlogen.as_written"]
+    assert find_origin(comp, inputs, "cpu", "interpret") is None
+
+
+def test_the_probes_are_of_the_ops_as_written():
+    comp, _ = _erf_module()
+    module, probes = probed(comp)
+    assert [p.op.name for p in probes] == ["chlo.erf", "stablehlo.broadcast_in_dim",
+                                           "stablehlo.multiply"]
+    assert len(module.result_shapes) == 4 and "chlo.erf" in str(module.module)
+
+
+def test_what_hlogen_form_changes_is_named():
+    # what the test side's fallback says where XLA cannot compile a module as written
+    text = ("func.func @main(%a: tensor<4xf32>, %n: tensor<4xi32>, %d: tensor<4xi32>) -> "
+            "(tensor<4xf32>, tensor<4xi32>) {\n"
+            "  %0 = chlo.erf %a : tensor<4xf32> -> tensor<4xf32>\n"
+            "  %1 = stablehlo.divide %n, %d : tensor<4xi32>\n"
+            "  return %0, %1 : tensor<4xf32>, tensor<4xi32>\n}\n")
+    comp = as_written(loading.load_bytes(text.encode(), "changes.mlir"))
+    assert hlogen_changes(comp, backends.CPU) == [
+        "chlo.erf expanded into StableHLO ops (legalize)",
+        "stablehlo.divide rewritten (x/0 = -1, x%0 = x, INT_MIN/-1 = INT_MIN (the interpreter "
+        "and XLA's constant folder die with SIGFPE otherwise))"]
+    assert compile_for(comp, backend="cpu").fallback is None  # XLA compiles it as written
+
+
+def test_the_origin_in_a_thousand_op_module():
+    from benchmarks.origin import thousand_ops
+    comp, inputs = thousand_ops()
+    assert len(list(comp.main.regions[0].blocks[0].operations)) > 1000
+    origin = find_origin(comp, inputs, "cpu", "interpret")
+    assert origin.op == "stablehlo.power" and origin.position == 2
+    assert len(origin.amplified_by) >= 900
+    assert all(a.op != "stablehlo.power" for a in origin.amplified_by)
