@@ -59,7 +59,11 @@ def test_the_reproducer_runs_without_hlogen_and_prints_the_wrong_value(tmp_path)
                  "--input", "4xs32=64,128,3,2", "--no-bisect")
     assert ran.exit_code == 0, ran.output
     text = ran.stdout
-    assert text.startswith("# ") and "stablehlo.power" in text.splitlines()[0], text
+    # the op where it is born, the wrong side by exact math, its value and the exact one
+    assert text.splitlines()[0] == \
+        "# XLA:CPU gives a wrong result for stablehlo.power (s32): 1 at [0], exact 0", text
+    assert "**Verdict:** test wrong" in text
+    assert "| [0] | 1 | 0 | 0 | 1 | 0 |" in text and "| [1] | 1 | 0 | 0 | 1 | 0 |" in text
     assert block(text, "mlir").count("stablehlo.power") == 1
     program = block(text, "python")
     assert "hlogen" not in program.replace("hlogen report", "").replace("hlogen's", "")
@@ -70,6 +74,7 @@ def test_the_reproducer_runs_without_hlogen_and_prints_the_wrong_value(tmp_path)
     assert "result 0 at [0]: cpu (test) 1, interpret (reference) 0" in done.stdout, \
         done.stdout + done.stderr
     assert "result 0 at [1]: cpu (test) 1, interpret (reference) 0" in done.stdout
+    assert "  cpu is wrong: 1, exact 0" in done.stdout
     assert done.returncode == 1, done.stdout + done.stderr
 
 
@@ -77,6 +82,8 @@ def test_the_report_names_versions_words_and_the_pass(tmp_path):
     report = report_of(hg.load(POWER), [X, Y], "cpu", "interpret", Tolerance())
     text = report.markdown()
     assert report.op == "stablehlo.power" and [e.index for e in report.elements] == [(0,), (1,)]
+    assert report.verdict == "test wrong" and [e.exact for e in report.elements] == ["0", "0"]
+    assert report.ulps == {"test": 1, "reference": 0}
     assert [(int(e.test), int(e.reference)) for e in report.elements] == [(1, 0), (1, 0)]
     versions = text.split("## Versions")[1].split("##")[0]
     assert "- jax 0.10.2" in versions and "- jaxlib 0.10.2" in versions and "- hlogen " in versions

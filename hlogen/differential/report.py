@@ -68,6 +68,9 @@ class Report:
     passes: list = dataclasses.field(default_factory=list)      # bisect's responsible passes
     stage: str | None = None     # bisect's stage, where bisected
     reference_module: str | None = None  # what the interpreter ran, where not `module`
+    alone: str | None = None     # the origin op alone (its operands parameters), where it
+    alone_inputs: list = dataclasses.field(default_factory=list)  # shows the difference alone
+    alone_names: list = dataclasses.field(default_factory=list)
     versions: dict = dataclasses.field(default_factory=dict)
 
     # -- who is wrong -------------------------------------------------------------------
@@ -172,7 +175,12 @@ class Report:
         else:
             lines.append("Not bisected.")
         lines += ["", "## The module", "", "```mlir", self.module.strip(), "```", "",
-                  "## Reproducer (jax and jaxlib only)", "",
+                  "## Reproducer (jax and jaxlib only)", ""]
+        if self.alone:
+            lines += [f"`{self.op}` alone, given the values its operands have in the module "
+                      f"(the reference side's: both sides get the same), as "
+                      f"`run_hlo_module --isolate_instructions` would run it:", ""]
+        lines += [
                   "```python", self.reproducer().rstrip(), "```", "",
                   "## Versions", ""]
         lines += [f"- {name} {version}" for name, version in self.versions.items()]
@@ -295,11 +303,12 @@ def reproducer(report: Report) -> str:
         versions=", ".join(f"{k} {v}" for k, v in report.versions.items()
                            if k in ("jax", "jaxlib")),
         wrong=wrong.label if wrong is not None else "a side",
-        module=report.module.strip(),
+        module=(report.alone or report.module).strip(),
         reference_module=f'r"""\n{report.reference_module.strip()}\n"""'
         if report.reference_module else "None",
-        inputs="\n".join(f"    {_literal(np.asarray(x))},  # {name}"
-                         for name, x in zip(report.names, report.inputs)),
+        inputs="\n".join(f"    {_literal(np.asarray(x))},  # {name}" for name, x in (
+            zip(report.alone_names, report.alone_inputs) if report.alone else
+            zip(report.names, report.inputs))),
         result=report.result,
         elements=repr([tuple(int(i) for i in e.index) for e in report.elements]),
         exact=repr([e.exact for e in report.elements]),
@@ -368,12 +377,6 @@ def report_of(computation: Computation, inputs, test, reference, tolerance: Tole
     inputs = [np.asarray(x) for x in inputs]
     report = Report(module, names, inputs, test, reference, kind=kind, message=message,
                     versions=versions(test, reference))
-    if not reference.declared.compiles:
-        try:
-            prepared = prepare(computation, _backend(reference)).computation.as_text()
-        except HlogenError:
-            prepared = module
-        report.reference_module = None if prepared == module else prepared
     if bisected is not None:
         report.stage = bisected.stage
         report.passes = list(bisected.passes) if bisected.stage in ("hlo-pass", "hlo-passes") \
@@ -408,7 +411,26 @@ def report_of(computation: Computation, inputs, test, reference, tolerance: Tole
     _judge(report, computation, inputs, test, reference, tolerance)
     if report.op is None:  # no origin found: the op that makes the result
         report.op = _result_op(computation, report.result)
+    _reference_module(report, computation)
     return report
+
+
+def _reference_module(report: Report, computation: Computation) -> None:
+    """What the interpreter runs of the reproducer's module, where hlogen rewrites it
+    for the interpreter (a CHLO op it lacks, decomposed)."""
+    if report.reference.declared.compiles:
+        return
+    from hlogen.loading import load
+    shown = computation if report.alone is None else load(report.alone)
+    text = shown.as_text()
+    try:
+        prepared = prepare(shown, _backend(report.reference)).computation.as_text()
+    except HlogenError:
+        prepared = text
+    # (the replica and partition counts prepare states are no change of the module)
+    plain = re.sub(r"^module attributes \{mhlo\.num_partitions = 1 : i32, "
+                   r"mhlo\.num_replicas = 1 : i32\} \{", "module {", prepared)
+    report.reference_module = None if plain == text else prepared
 
 
 def _result_op(computation: Computation, result: int) -> str | None:
@@ -421,11 +443,12 @@ def _result_op(computation: Computation, result: int) -> str | None:
 
 
 def _judge(report: Report, computation, inputs, test, reference, tolerance) -> None:
-    """The origin and the arbiter's verdict, where those modules are there and find one."""
-    try:
-        from hlogen.differential import origin as origins
-    except ImportError:  # (before hlogen.differential.origin)
-        return
+    """The origin and the arbiter's verdict, where hlogen.differential.origin finds one.
+    Where the op alone, given the reference's values of its operands, shows the
+    difference, the reproducer is of the op alone on those values (what a maintainer
+    wants); where it shows only in its module (a rewrite across ops), of the module, the
+    exact values given where the op makes the result that differs."""
+    from hlogen.differential import origin as origins
     try:
         found = origins.find_origin(computation, inputs, test, reference, tolerance)
     except HlogenError:
@@ -440,18 +463,35 @@ def _judge(report: Report, computation, inputs, test, reference, tolerance) -> N
     report.verdict = getattr(judgement.verdict, "value", judgement.verdict)
     report.reason, report.allowed_class = judgement.reason, judgement.allowed_class
     report.ulps = dict(judgement.ulps)
-    # the elements the arbiter judged: the origin op's, alone on identical inputs
+    if not found.in_context:
+        report.alone = found.alone.as_text()
+        report.alone_inputs = [np.asarray(x) for x in found.operands]
+        report.alone_names = list(found.alone.parameter_names)
+        report.result = found.result
+    elif _returned_as(computation, found) is not None:
+        report.result = _returned_as(computation, found)
+    else:
+        return  # (the comparison's elements stand, without exact values)
     a, b = np.asarray(found.test), np.asarray(found.reference)
     report.elements = []
     for k, index in enumerate(judgement.elements[:SHOWN]):
-        index = tuple(int(i) for i in np.atleast_1d(index)) if np.ndim(index) else \
-            ((int(index),) if a.ndim else ())
+        index = tuple(int(i) for i in np.atleast_1d(index))[:a.ndim]
         exact = judgement.exact[k] if k < len(judgement.exact) else None
         element = Element(index, a[index], b[index], exact)
         if exact is not None:
             element.ulps = _ulps_of(a[index], b[index], exact)
         report.elements.append(element)
-    report.result = found.result
+
+
+def _returned_as(computation: Computation, found) -> int | None:
+    """Which result of main is the origin op's result as it is (None: none is)."""
+    block = computation.main.regions[0].blocks[0]
+    ops = list(block.operations)
+    if found.position >= len(ops) - 1:
+        return None
+    value = ops[found.position].results[found.result]
+    returned = list(ops[-1].operands)
+    return next((i for i, r in enumerate(returned) if r == value), None)
 
 
 def _ulps_of(test, reference, exact: str) -> dict:
