@@ -455,7 +455,7 @@ def _judge(report: Report, computation, inputs, test, reference, tolerance) -> N
         return
     if found is None:
         return
-    report.op, report.line = found.op, found.line
+    report.op, report.line = found.op, _line_in(report.module, found.position)
     report.amplified_by = [(a.op, a.line, a.ulps_in, a.ulps_out) for a in found.amplified_by]
     judgement = found.judgement
     if judgement is None:
@@ -481,6 +481,25 @@ def _judge(report: Report, computation, inputs, test, reference, tolerance) -> N
         if exact is not None:
             element.ulps = _ulps_of(a[index], b[index], exact)
         report.elements.append(element)
+
+
+def _line_in(text: str, position: int) -> int | None:
+    """The line of the report's module text (1-based) where main's top-level op
+    `position` starts: the lines one level inside main's body."""
+    lines = text.splitlines()
+    start = next((i for i, line in enumerate(lines)
+                  if re.match(r"\s*func\.func (public |private )?@main\(", line)), None)
+    if start is None:
+        return None
+    indent = len(lines[start]) - len(lines[start].lstrip()) + 2
+    count = -1
+    for i in range(start + 1, len(lines)):
+        line = lines[i]
+        if line.strip() and len(line) - len(line.lstrip()) == indent:
+            count += 1
+            if count == position:
+                return i + 1
+    return None
 
 
 def _returned_as(computation: Computation, found) -> int | None:

@@ -54,8 +54,8 @@ from hlogen.differential.isolated import Children
 from hlogen.differential.near import Tolerance
 from hlogen.errors import InputError
 from hlogen.fuzz.corpus import corpus_of
-from hlogen.fuzz.findings import (JUNIT, SUMMARY, Fuzzed, Outputs, junit, known_signatures, save,
-                                  summary)
+from hlogen.fuzz.findings import (JUNIT, SUMMARY, Fuzzed, Outputs, junit, kept,
+                                  known_signatures, save, summary)
 from hlogen.fuzz.generators import generate
 from hlogen.fuzz.program import DEFAULT_ELEMENT_TYPES, checked_options
 from hlogen.fuzz.triage import Triage, reduce_finding
@@ -140,6 +140,8 @@ def run(test="cpu", reference="interpret", *, out, seconds: float = 60, seed: in
                 if isinstance(outcome, str) or outcome is None:
                     if outcome is None:
                         run.agreed += 1
+                    elif outcome.startswith("allowed"):  # by the spec, at its origin
+                        run.allowed[outcome] = run.allowed.get(outcome, 0) + 1
                     else:
                         run.skipped[outcome] = run.skipped.get(outcome, 0) + 1
                     tell()
@@ -156,8 +158,9 @@ def run(test="cpu", reference="interpret", *, out, seconds: float = 60, seed: in
                                                                    reduced_ops=p.op_count),
                                   interrupted_by)
                 run.reducing += time.monotonic() - started
-                if reduced is None:
-                    run.skipped["not seen again"] = run.skipped.get("not seen again", 0) + 1
+                if reduced is None or isinstance(reduced, str):
+                    why = reduced or "not seen again"
+                    run.skipped[why] = run.skipped.get(why, 0) + 1
                 elif reduced[0].signature in found:
                     found[reduced[0].signature].seen += 1
                 else:
@@ -166,7 +169,9 @@ def run(test="cpu", reference="interpret", *, out, seconds: float = 60, seed: in
                     found[finding.signature] = finding
                     stopped = reduced[1].search.interrupted
                     # (a reduction cut short is saved as far as it got, without its report)
-                    save(outputs, finding, reduced[1], None if stopped else sides, tolerance)
+                    if not kept(finding, known):
+                        save(outputs, finding, reduced[1], None if stopped else sides,
+                             tolerance)
                     if stopped is not None:
                         raise stopped
                 tell()
