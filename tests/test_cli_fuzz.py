@@ -6,6 +6,8 @@ on), and bad input. `make fuzz-backends` runs the long search (tests/test_fuzz_b
 from __future__ import annotations
 
 import json
+import os
+import sys
 import xml.etree.ElementTree as ET
 
 import numpy as np
@@ -57,9 +59,15 @@ def test_the_page_s_example_and_what_it_writes(tmp_path, monkeypatch):
     report = open(finding["report"]).read()
     assert finding["report"] == finding["module"][:-len(".mlir")] + ".report.md"
     assert "stablehlo.subtract" in report.splitlines()[0], report
+    assert report.splitlines()[0].startswith(
+        "# XLA:CPU gives a wrong result for stablehlo.subtract (f32)"), report
     done = without_hlogen(block(report, "python"), tmp_path)
-    assert f"cpu (test) {float(x.flat[0])!r}" in done.stdout or \
-        "cpu (test)" in done.stdout, done.stdout + done.stderr
+    assert f"cpu (test) {float(x.flat[0])!r}, interpret (reference) 0.0, exact 0" in \
+        done.stdout and done.returncode == 1, done.stdout + done.stderr
+    # docs/report.md's session, on this finding (the python its sessions run: this one)
+    monkeypatch.setenv("PATH", os.path.dirname(sys.executable) + os.pathsep +
+                       os.environ["PATH"])
+    run_session(docs.console("docs/report.md", "From a fuzz finding to the report"))
     # JUnit: the finding (known by the second run: skipped) and the programs that agreed
     suite = ET.parse("out/fuzz/junit.xml").getroot().find("testsuite")
     assert suite.get("failures") == "0" and suite.get("skipped") == "1"

@@ -166,8 +166,14 @@ class Report:
         else:
             lines += ["```", (self.message or "").strip(), "```"]
         lines += ["", "## The XLA pass", ""]
-        if self.passes:
-            lines.append(f"Disabling {', '.join(f'`{p}`' for p in self.passes)} "
+        if self.passes and self.stage == "hlo-pass":  # each alone
+            lines.append("Disabling " + " or ".join(f"`{p}`" for p in self.passes)
+                         + (" (each alone" if len(self.passes) > 1 else " (")
+                         + f"{', ' if len(self.passes) > 1 else ''}"
+                         f"`--xla_disable_hlo_passes={self.passes[0]}`) removes the "
+                         f"difference (hlogen bisect).")
+        elif self.passes:
+            lines.append(f"Disabling {', '.join(f'`{p}`' for p in self.passes)} together "
                          f"(`--xla_disable_hlo_passes={','.join(self.passes)}`) removes the "
                          f"difference (hlogen bisect: {self.stage}).")
         elif self.stage is not None:

@@ -23,8 +23,7 @@ from hlogen.differential.interests import (Divergence, Failure, Inputs, Interest
                                            reduce_with)
 from hlogen.differential.isolated import Died
 from hlogen.differential.localize import probed as probed_values
-from hlogen.differential.near import (Tolerance, compare_arrays, flushed_to_zero, json_value,
-                                      subnormal)
+from hlogen.differential.near import Tolerance, compare_arrays, flushed_to_zero, subnormal
 from hlogen.differential.origin import find_origin
 from hlogen.errors import HlogenError, InputError, UnsupportedError
 from hlogen.fuzz.findings import Finding, Signature
@@ -402,6 +401,15 @@ def _result_op(candidate: Computation, comparison: Comparison) -> str | None:
     return " and ".join(ops) if 0 < len(ops) <= _TINY else None
 
 
+def _plain(ulps):
+    """A number of ULPs as JSON holds it (None where a side's is unknown; an infinity or
+    a NaN as a string)."""
+    if ulps is None or isinstance(ulps, (bool, int)):
+        return ulps
+    ulps = float(ulps)
+    return ulps if np.isfinite(ulps) else str(ulps)
+
+
 def _last_words(message: str) -> str:
     """What a dead child said last (XLA's check), without the module's name."""
     return message.split("while running it: ", 1)[-1]
@@ -446,7 +454,7 @@ def reduce_finding(program: Computation, interest: Interest, signature: Signatur
         if judgement is not None:
             finding.verdict = Verdict(judgement.verdict).value
             finding.reason, finding.exact = judgement.reason, list(judgement.exact)
-            finding.ulps = {k: json_value(v) for k, v in judgement.ulps.items()}
+            finding.ulps = {k: _plain(v) for k, v in judgement.ulps.items()}
     return finding, reduced
 
 
