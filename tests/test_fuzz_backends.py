@@ -70,7 +70,7 @@ def _near_differs(actual, expected, bound=1e-3):
     a, e = np.asarray(actual), np.asarray(expected)
     if a.shape != e.shape or a.dtype != e.dtype:
         return np.ones((), bool)
-    if a.dtype.kind in "biu" or a.dtype == bool:
+    if a.dtype.kind in "biu" or a.dtype.kind == "b":
         return a != e
     if a.dtype.kind == "c":
         return _near_differs(a.real, e.real, bound) | _near_differs(a.imag, e.imag, bound)
@@ -309,15 +309,15 @@ def _recheck(origin) -> list:
     for index in zip(*np.nonzero(~_same_bits(test, reference))):
         values = [x[index] for x in operands]
         if dtype.kind in "iub":
-            bits = 1 if dtype == bool else dtype.itemsize * 8
+            bits = 1 if dtype.kind == "b" else dtype.itemsize * 8
             ints = [int(v) for v in values]
-            if dtype == bool and name == "stablehlo.add":  # the spec's add of i1: or
+            if dtype.kind == "b" and name == "stablehlo.add":  # the spec's add of i1: or
                 name_used = "stablehlo.or"
             else:
                 name_used = name
             exact = _integer_exact(name_used, ints, bits, dtype.kind == "i")
             assert exact is not None, f"no exact check here for {name} of {dtype}"
-            exact = bool(exact) if dtype == bool else exact
+            exact = bool(exact) if dtype.kind == "b" else exact
             if int(test[index]) != exact and int(reference[index]) == exact:
                 wrong.append((index, test[index].item(), exact))
             continue

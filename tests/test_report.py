@@ -109,3 +109,11 @@ def test_floats_inline_bit_for_bit(tmp_path):
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [f"{a.tobytes().hex()}|{a.dtype}|{a.shape}"
                                         for a in arrays]
+
+
+def test_a_scalar_result():
+    """A 0-d result: its one element is at []."""
+    module = hg.load(POWER.replace("tensor<4xi32>", "tensor<i32>"))
+    report = report_of(module, [np.int32(0), np.int32(64)], "cpu", "interpret", Tolerance())
+    assert [(e.index, int(e.test), e.exact) for e in report.elements] == [((), 1, "0")]
+    assert "| [] | 1 | 0 | 0 | 1 | 0 |" in report.markdown()

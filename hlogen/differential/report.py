@@ -411,8 +411,9 @@ def report_of(computation: Computation, inputs, test, reference, tolerance: Tole
         a, b = np.asarray(got[first]), np.asarray(want[first])
         if a.shape == b.shape:
             mask = compare_arrays(a, b, tolerance, mask=True).mask
-            for index in list(zip(*np.nonzero(mask)))[:SHOWN] if mask is not None else ():
-                index = tuple(int(i) for i in index)
+            differing = [] if mask is None else [tuple(int(i) for i in at)
+                                                 for at in np.argwhere(mask)]
+            for index in differing[:SHOWN]:  # (a 0-d result's one index is ())
                 report.elements.append(Element(index, a[index], b[index]))
     _judge(report, computation, inputs, test, reference, tolerance)
     if report.op is None:  # no origin found: the op that makes the result
