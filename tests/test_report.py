@@ -117,3 +117,25 @@ def test_a_scalar_result():
     report = report_of(module, [np.int32(0), np.int32(64)], "cpu", "interpret", Tolerance())
     assert [(e.index, int(e.test), e.exact) for e in report.elements] == [((), 1, "0")]
     assert "| [] | 1 | 0 | 0 | 1 | 0 |" in report.markdown()
+
+
+def test_a_fuzz_folder_moved_elsewhere(tmp_path):
+    """A fuzz folder's findings, read from its summary.json, wherever the folder is now
+    (the summary names the files as the run did)."""
+    folder = tmp_path / "found"
+    folder.mkdir()
+    (folder / "power.mlir").write_text(POWER)
+    np.savez(folder / "power.inputs.npz", arg0=X, arg1=Y)
+    summary = {"test": {"backend": "cpu", "through_hlo": False, "xla_options": {}},
+               "reference": {"backend": "interpret", "through_hlo": False, "xla_options": {}},
+               "tolerance": {"abs": 1e-3, "rel": 1e-3, "ulp": None, "bitwise": False},
+               "findings": [{"module": "run/found/power.mlir",
+                             "inputs": "run/found/power.inputs.npz", "kind": "divergence",
+                             "message": "they differ"}]}
+    (folder / "summary.json").write_text(__import__("json").dumps(summary))
+    ran = hlogen("report", folder, "--no-bisect")
+    assert ran.exit_code == 0, ran.output
+    assert ran.stdout.startswith("# XLA:CPU gives a wrong result for stablehlo.power (s32)")
+    (folder / "summary.json").write_text("{}")
+    ran = hlogen("report", folder)
+    assert ran.exit_code == 2 and "not a summary of hlogen fuzz" in ran.stderr

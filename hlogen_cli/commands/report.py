@@ -92,7 +92,11 @@ def _findings(path: str, sides: dict, tolerance, inputs) -> list:
                              f"hlogen fuzz run; give a finding's .mlir")
         if not summary["findings"]:
             raise InputError(f"{path}: its {SUMMARY} lists no finding")
-        return [_of_fuzz(entry, summary, Side, Tolerance) for entry in summary["findings"]]
+        # (the summary's paths are as the run named them: found in the folder whatever
+        # the working folder)
+        return [_of_fuzz(entry, summary, Side, Tolerance,
+                         os.path.join(path, os.path.basename(entry["module"])))
+                for entry in summary["findings"]]
     module = path
     for suffix in (".txt", ".report.md", INPUTS_SUFFIX):
         if path.endswith(suffix):
