@@ -21,7 +21,7 @@ import hlogen as hg
 from _timing import machine
 from hlogen.fuzz import triage
 
-PROGRAMS = 40
+PROGRAMS = 24
 SEED = 11
 ROUNDS = 2
 
@@ -29,7 +29,7 @@ ROUNDS = 2
 def once() -> tuple:
     with tempfile.TemporaryDirectory() as out:
         run = hg.fuzz.run("cpu", "interpret", out=out, seconds=3600, seed=SEED,
-                          programs=PROGRAMS, reduce_seconds=20)
+                          programs=PROGRAMS, reduce_seconds=10)
     differing = PROGRAMS - run.agreed - sum(run.skipped.values())
     return run.programs / (run.seconds - run.reducing), run, differing
 
