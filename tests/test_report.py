@@ -100,7 +100,8 @@ def test_floats_inline_bit_for_bit(tmp_path):
     arrays = [np.array([0.1, -0.0, np.inf, 1e-45], np.float32),
               np.array([1, np.nan], np.float32).view(np.uint32) | np.uint32(3),
               np.array([1.5, -2.0, 3e-39], ml_dtypes.bfloat16),
-              np.array([[True, False]]), np.array([1 + 2j], np.complex64)]
+              np.array([[True, False]]), np.array([1 + 2j], np.complex64),
+              np.array(3.5e-303 + 1.4e-315j), np.array(np.nan, np.float32)]
     arrays[1] = arrays[1].view(np.float32)
     program = "import numpy as np, ml_dtypes\nimport sys\n" + "\n".join(
         f"a{k} = {_literal(a)}\nsys.stdout.write(a{k}.tobytes().hex() + '|' + str(a{k}.dtype) "

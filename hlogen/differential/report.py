@@ -341,8 +341,8 @@ def _literal(x: np.ndarray) -> str:
                                      floatmode="unique", max_line_width=1 << 30)
             values = values.replace("inf", "np.inf")
             return f"np.array({values}, dtype={_dtype_words(dtype)})"
-        width = dtype.itemsize if dtype.kind != "c" else dtype.itemsize
-        bits = x.view(f"u{width}") if dtype.kind != "c" else x.view(np.uint8)
+        flat = np.ascontiguousarray(x).reshape(-1)
+        bits = flat.view(np.uint8) if dtype.kind == "c" else flat.view(f"u{dtype.itemsize}")
         return (f"np.array({bits.tolist()!r}, dtype=np.{bits.dtype.name}).view("
                 f"{_dtype_words(dtype)}).reshape({tuple(x.shape)!r})")
     return f"np.array({x.tolist()!r}, dtype={_dtype_words(dtype)})"

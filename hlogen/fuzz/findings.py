@@ -169,6 +169,7 @@ def save(outputs: Outputs, finding: Finding, reduced, sides: tuple | None = None
         f"reduced: {finding.original_op_count} -> {finding.op_count} ops in "
         f"{finding.reduce_seconds:.1f} s" + (" (stopped at its time limit)"
                                               if finding.timed_out else ""),
+        *([f"the cause kept: {finding.note}"] if finding.note else []),
         "", finding.message, "", f"to see it: {finding.command}", ""]).encode())
     if sides is not None:
         finding.report = outputs.path(f"{name}.report.md")
@@ -190,11 +191,10 @@ def report_text(finding: Finding, reduced, sides: tuple, tolerance: Tolerance) -
         except HlogenError:
             bisected = None
     try:
-        report = report_of(reduced.computation, inputs, sides[0], sides[1], tolerance,
-                           kind=kind, message=finding.message, bisected=bisected)
-    except HlogenError as e:
-        return f"# {finding.signature}\n\nno report: {e}\n"
-    return report.markdown()
+        return report_of(reduced.computation, inputs, sides[0], sides[1], tolerance,
+                         kind=kind, message=finding.message, bisected=bisected).markdown()
+    except Exception as e:  # (a by-product: it says why it is missing, the run goes on)
+        return f"# {finding.signature}\n\nno report: {type(e).__name__}: {e}\n"
 
 
 def _keywords(tolerance: Tolerance) -> dict:
