@@ -228,8 +228,11 @@ def test_fuzzing_cpu_against_the_interpreter_rediscovers_what_is_known(tmp_path)
     for row in table:
         print("| " + " | ".join(f"`{row[0]}`" if k == 0 else str(v)
                                 for k, v in enumerate(row)) + " |")
-    # each known cause once
-    repeated = {why: found for why, found in causes.items() if why and len(found) > 1}
+    # each known cause once; but an entry of the known deviations may hold several errors
+    # of XLA's, each its own message (bitcast_convert of pred: a refusal to compile, and
+    # a result of the wrong size: two bugs to report), each a signature of its own
+    repeated = {why: found for why, found in causes.items() if why and len(found) > 1
+                and not (why[0] == "known deviation" and why[2].startswith("error"))}
     assert not repeated, repeated
     # what is known comes again, where the run had the programs for it (the earlier
     # runs' 1,700 programs in 240 s: a loaded machine runs a tenth of them, and each
