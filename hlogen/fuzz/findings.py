@@ -91,7 +91,7 @@ class Fuzzed:
     from_corpus: int = 0
     large_range: int = 0  # programs whose random inputs span the exponent range
     agreed: int = 0
-    reducing: float = 0.0  # seconds spent reducing findings
+    reducing: float = 0.0  # seconds spent reducing findings and writing their reports
     skipped: dict = dataclasses.field(default_factory=dict)  # why -> count
     allowed: dict = dataclasses.field(default_factory=dict)  # "allowed (CLASS)" -> count:
     # differences the spec allows (at the op where they are born), not findings

@@ -157,7 +157,6 @@ def run(test="cpu", reference="interpret", *, out, seconds: float = 60, seed: in
                                   lambda p, s=str(signature): tell(reducing=s,
                                                                    reduced_ops=p.op_count),
                                   interrupted_by)
-                run.reducing += time.monotonic() - started
                 if reduced is None or isinstance(reduced, str):
                     why = reduced or "not seen again"
                     run.skipped[why] = run.skipped.get(why, 0) + 1
@@ -169,11 +168,17 @@ def run(test="cpu", reference="interpret", *, out, seconds: float = 60, seed: in
                     found[finding.signature] = finding
                     stopped = reduced[1].search.interrupted
                     # (a reduction cut short is saved as far as it got, without its report)
-                    if not kept(finding, known):
-                        save(outputs, finding, reduced[1], None if stopped else sides,
-                             tolerance)
+                    try:
+                        if not kept(finding, known):
+                            save(outputs, finding, reduced[1], None if stopped else sides,
+                                 tolerance)
+                    finally:  # (its report's time counted with its reduction's)
+                        run.reducing += time.monotonic() - started
                     if stopped is not None:
                         raise stopped
+                if reduced is None or isinstance(reduced, str) or found.get(
+                        reduced[0].signature) is not reduced[0]:
+                    run.reducing += time.monotonic() - started
                 tell()
     except tuple(interrupted_by) as e:  # what was found so far is written all the same
         run.interrupted = e
