@@ -21,6 +21,7 @@ from hlogen.differential import Tolerance, compare_arrays, leaf_names
 from hlogen.types import shape_text
 from hlogen.errors import ExecutionError, HlogenError, InputError, UnsupportedError
 from hlogen.runtime.arrays import flatten_arguments
+from hlogen.runtime.execution import as_written
 from hlogen_cli import inputs, isolation, outputs, replicas, status, sources
 from hlogen_cli.compiling import (checked_xla_flags, compile_options, compiled, declaration,
                                   options_in_force)
@@ -56,8 +57,14 @@ def run(file: str, function_name: str | None, options: dict, default_inputs=None
     if o.profile and backends[0] and not declaration(backends[0]).compiles:
         raise InputError("--profile traces XLA's compile and runs; the interpreter has no trace")
     # --profile DIR: jax's trace of the compile and the runs (the interpreter's left out)
+    # checked against the interpreter, XLA gets the module as written (as jax gives it);
+    # hlogen's rewrites are the interpreter's
+    pjrt = as_written(comp) if o.check_interpret and from_file is None and \
+        (backends[0] is None or compiles(backends[0])) else comp
     with _profile().trace(o.profile) if o.profile else contextlib.nullcontext() as traced:
-        runs = [_run_on(comp, backends[0], per_replica_args, local, o, from_file, xla)]
+        runs = [_run_on(pjrt, backends[0], per_replica_args, local, o, from_file, xla)]
+    if getattr(runs[0]["executable"], "fallback", None):
+        click.echo(f"note: {runs[0]['executable'].fallback}", err=True)
     not_compared = None  # why --check-interpret compared nothing: said after PJRT's results
     try:
         runs += [_run_on(comp, b, per_replica_args, local, o, from_file) for b in backends[1:]]
@@ -82,15 +89,14 @@ def run(file: str, function_name: str | None, options: dict, default_inputs=None
                                 runs[0]["backend"], INTERPRET.name)
         if failed and o.explain:
             # it imports jax: here, not at the top, for the child's start-up (see compiled)
-            from hlogen.differential.localize import first_divergence
+            from hlogen.differential import Side, Tolerance  # (start-up: it imports jax)
+            from hlogen.differential.origin import find_origin  # (start-up)
             isolation.status("explain")
-            # each op judged by its own values (3 ULP of them, and --rtol): --atol, which
-            # does not scale with them, would pass over a flushed subnormal
             backend = declaration(runs[0]["backend"])
-            found = first_divergence(comp, per_replica_args[0],
-                                     backend=backend.with_options(dict(xla)) if xla else backend,
-                                     max_ulp=3, rtol=o.rtol)
-            click.echo(f"explain: {found or _AGREES}")
+            found = find_origin(comp, per_replica_args[0],
+                                Side.of(backend.plain_name, dict(xla) if xla else None),
+                                INTERPRET.name, Tolerance(o.atol, o.rtol))
+            click.echo(f"explain: {found.text() if found else _AGREES}")
     if expected:
         failed |= not _compared(got, expected, local, o, named, "", "got", "expected")
     if not_compared is not None:
@@ -99,8 +105,8 @@ def run(file: str, function_name: str | None, options: dict, default_inputs=None
         sys.exit(status.FAILED)
 
 
-_AGREES = ("every intermediate value of @main agrees within 3 ULP (or --rtol); the "
-           "difference comes from the results as a whole")
+_AGREES = ("no op of @main differs by itself, given the interpreter's values of its operands; "
+           "the difference comes from the results as a whole")
 
 
 def _profile():

@@ -205,7 +205,8 @@ def test_check_interpret_explains_the_first_divergence(tmp_path):
     # the first differing element, both values and the inputs there
     assert "at [0]: cpu 0, interpret 4.00000647e-40 (abs error 4.00000647e-40, rel error 1, " \
            "arg0=9.99999968e-21, arg1=9.99999968e-21)" in result.output
-    assert f"explain: first divergence at {path}:3:8: stablehlo.multiply (op 1 of @main" in result.output
+    assert f"explain: born at {path}:3:8: stablehlo.multiply: differs, given the reference's " \
+        "values of its operands" in result.output
     assert hlogen(*args[:-4], "--atol", "1e-30").exit_code == 0  # a subnormal is within atol
 
 

@@ -16,7 +16,8 @@ from jaxlib.mlir import ir
 
 import hlogen as hg
 from hlogen import conformance, mlir, ops
-from hlogen.differential.localize import first_divergence
+from hlogen.differential.near import Tolerance
+from hlogen.differential.origin import find_origin
 from hlogen.conformance import files, judge, known, module, runner, sample
 from hlogen_cli.main import main as cli
 
@@ -290,7 +291,7 @@ def test_cli_reports_and_exit_codes(tmp_path):
 
 # -- divergence localisation ------------------------------------------------------------
 
-def test_first_divergence_names_the_op_where_a_subnormal_is_flushed():
+def test_find_origin_names_the_op_where_a_subnormal_is_flushed():
     b = hg.Builder("chain")
     x = b.parameter(hg.f32[4], "x")
     y = b.parameter(hg.f32[4], "y")
@@ -299,14 +300,15 @@ def test_first_divergence_names_the_op_where_a_subnormal_is_flushed():
     out = ops.add(ops.exp(ops.neg(normal)), scaled)
     comp = b.build(out)
     xs = np.array([1e-40, 2e-40, 1.0, 3e-39], np.float32)
-    ys = np.array([1.0, 2.0, 3.0, 4.0], np.float32)
-    found = first_divergence(comp, [xs, ys], backend="cpu")
+    ys = np.array([10.0, 10.0, 3.0, 10.0], np.float32)  # exp(-20): the flushed part shows
+    found = find_origin(comp, [xs, ys], "cpu", "interpret", Tolerance(ulp=3))
     assert found is not None
     assert found.op == "stablehlo.multiply", str(found)
-    assert "test_conformance.py" in found.location
-    assert found.operand_shapes == ["f32[4]", "f32[4]"] and found.result_shapes == ["f32[4]"]
-    assert found.mismatches == 3 and found.max_abs > 0
-    assert first_divergence(comp, [np.ones(4, np.float32), ys]) is None
+    assert "test_conformance.py" in found.location and found.line is None  # built in Python
+    assert found.test.tolist() == [0, 0, 2.0 ** 100, 0] and found.reference[0] > 0
+    assert [a.op for a in found.amplified_by] == ["stablehlo.add"]
+    assert find_origin(comp, [np.ones(4, np.float32), ys], "cpu", "interpret",
+                       Tolerance(ulp=3)) is None
 
 
 def test_check_explain_localises_a_failing_module(tmp_path):
@@ -319,7 +321,7 @@ def test_check_explain_localises_a_failing_module(tmp_path):
     result = CliRunner().invoke(cli, ["check", str(f), "--backend", "cpu", "--explain",
                                       "--no-default-known"])
     assert result.exit_code == 1, result.output
-    assert "first divergence at" in result.output and "stablehlo.multiply" in result.output
+    assert "born at" in result.output and "stablehlo.multiply" in result.output
     assert f"{f}:" in result.output  # the op's location in the file
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import jax
 import numpy as np
-import pytest
 from jax import lax
 
 from hlogen import backends, loading, passes
@@ -148,3 +147,45 @@ def test_the_origin_in_a_thousand_op_module():
     assert origin.op == "stablehlo.power" and origin.position == 2
     assert len(origin.amplified_by) >= 900
     assert all(a.op != "stablehlo.power" for a in origin.amplified_by)
+
+
+def test_a_rewrite_across_ops_is_born_at_the_op_rewritten():
+    # XLA's algebraic simplifier makes log(exp(x)) x; the interpreter's exp(100) is inf.
+    # exp(4) may differ by an ULP between the sides: log is still the op where the
+    # difference is born (its operands agree at element 1), in its module, not alone
+    x = np.array([4.0, 100.0], np.float32)
+    text = jax.jit(lambda v: jax.numpy.log(jax.numpy.exp(v))).lower(x).as_text()
+    comp = loading.load_bytes(text.encode(), "logexp.mlir")
+    origin = find_origin(comp, [x], "cpu", "interpret")
+    assert (origin.op, origin.in_context) == ("stablehlo.log", True)
+    assert origin.test[1] == 100 and origin.reference[1] == np.inf
+    assert origin.operands[0][1] == np.inf  # what both sides' log was given there
+    assert origin.judgement.verdict.value == "test wrong"  # log(inf) is inf
+    assert "differs only in its module" in origin.text()
+
+
+RAGGED_DOT = """func.func @main(%lhs: tensor<11x5xf32>, %rhs: tensor<3x5x7xf32>, %g: tensor<3xi64>) -> tensor<11x7xf32> {
+  %0 = "chlo.ragged_dot"(%lhs, %rhs, %g) {ragged_dot_dimension_numbers = #chlo.ragged_dot<lhs_batching_dimensions = [], rhs_batching_dimensions = [], lhs_contracting_dimensions = [1], rhs_contracting_dimensions = [1], lhs_ragged_dimensions = [0], rhs_group_dimensions = [0]>, precision_config = [#chlo<precision DEFAULT>, #chlo<precision DEFAULT>]} : (tensor<11x5xf32>, tensor<3x5x7xf32>, tensor<3xi64>) -> tensor<11x7xf32>
+  return %0 : tensor<11x7xf32>
+}
+"""
+
+
+def test_a_module_xla_cannot_compile_as_written_runs_in_hlogen_form_and_says_so():
+    # XLA:CPU has no ragged-dot; chlo-legalize-to-stablehlo expands it into ops it has
+    comp = loading.load_bytes(RAGGED_DOT.encode(), "ragged.mlir")
+    lhs = np.arange(55, dtype=np.float32).reshape(11, 5)
+    rhs = np.arange(105, dtype=np.float32).reshape(3, 5, 7)
+    groups = np.array([4, 4, 3], np.int64)
+    found = compare(comp, [lhs, rhs, groups])
+    assert found.ok
+    want = np.concatenate([lhs[:4] @ rhs[0], lhs[4:8] @ rhs[1], lhs[8:] @ rhs[2]])
+    got = compile_for(as_written(comp), backend="cpu")(lhs, rhs, groups)
+    assert np.array_equal(got, want)
+    assert list(found.fallbacks) == ["test"]
+    said = found.fallbacks["test"]
+    assert said.startswith("XLA cannot compile the module as written (UNIMPLEMENTED: HLO opcode "
+                           "`ragged-dot` is not supported")
+    assert said.endswith("it ran hlogen's form, where chlo.ragged_dot expanded into StableHLO "
+                         "ops (legalize)")
+    assert f"note: the test side: {said}" in found.text()

@@ -17,7 +17,8 @@ from jax import lax
 
 import hlogen as hg
 from hlogen import ops, passes, rewrites
-from hlogen.differential.localize import first_divergence
+from hlogen.differential.near import Tolerance
+from hlogen.differential.origin import find_origin
 from hlogen.runtime import pjrt
 
 HLOGEN = pathlib.Path(sys.executable).with_name("hlogen")
@@ -53,29 +54,32 @@ def test_explain_blames_the_op_that_flushed_a_subnormal_in_a_jax_module(tmp_path
                  "--input", "4xf32=1e-39", "--input", "4xf32=1e38")
     assert run.returncode == 1, run.stderr
     # with run's --atol (1e-6) the flushed 1.8e-39 would pass, and b * z be blamed
-    assert f"explain: first divergence at {path}:{flushed_line}:" in run.stdout, run.stdout
-    assert "cpu 0.0, interpret 1.84147" in run.stdout
+    assert f"explain: born at {path}:{flushed_line}:" in run.stdout, run.stdout
+    assert "stablehlo.multiply: differs, given the reference's values" in run.stdout
 
 
-def test_first_divergence_judges_each_op_by_its_own_values():
+def test_find_origin_judges_each_op_by_its_own_values():
     b = hg.Builder("chain")
     x, y, z = (b.parameter(hg.f32[4], n) for n in "xyz")
     a = ops.add(ops.sin(x), b.constant(np.float32(1)), broadcast_dimensions=())
     flushed = ops.mul(a, y)  # FLUSHED
     comp = b.build(ops.mul(flushed, z))
     args = [np.float32([1, 2, 3, 4]), np.full(4, 1e-39, np.float32), np.full(4, 1e38, np.float32)]
-    found = first_divergence(comp, args, rtol=1e-5)
+    found = find_origin(comp, args, "cpu", "interpret", Tolerance(1e-6, 1e-5))
     assert found is not None and found.op == "stablehlo.multiply"
     line = next(i for i, text in enumerate(pathlib.Path(__file__).read_text().splitlines(), 1)
                 if text.endswith("# FLUSHED"))
     assert f"test_truthful_diagnostics.py:{line}:" in found.location
-    assert found.operand_shapes == ["f32[4]", "f32[4]"] and "cpu 0.0" in found.example
-    # the operands of the flushed multiply agree: it is the first op that differs
-    assert float(found.example.rpartition("interpret ")[2]) == pytest.approx(
-        (np.sin(1.0) + 1) * 1e-39, rel=1e-5)
+    assert found.test.tolist() == [0] * 4  # XLA CPU flushes the subnormal operand
+    # the reference's value: the operands both sides were given, multiplied
+    assert found.reference == pytest.approx(found.operands[0] * found.operands[1], rel=1e-6)
+    assert found.reference[0] == pytest.approx((np.sin(1.0) + 1) * 1e-39, rel=1e-5)
+    # the multiply by z only passes it on (1.8e-39 -> 0 becomes 1.8e-1 -> 0)
+    (passed,) = found.amplified_by
+    assert passed.op == "stablehlo.multiply" and passed.ulps_out > 1e9
     # values within a few ULP of each other are no divergence (normal inputs agree)
     ones = np.ones(4, np.float32)
-    assert first_divergence(comp, [args[0], ones, ones]) is None
+    assert find_origin(comp, [args[0], ones, ones], "cpu", "interpret") is None
 
 
 # -- loaded modules get XLA's semantics ---------------------------------------------------------

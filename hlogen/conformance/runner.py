@@ -19,9 +19,9 @@ from hlogen import backends, builder, differential, mlir, passes, runtime
 from hlogen import types as T
 from hlogen.conformance import files, judge
 from hlogen.differential.allowed import BOUNDS, within
-from hlogen.differential.localize import first_divergence
 from hlogen.conformance.module import Case, load_case, load_quant_dialect
-from hlogen.differential.near import subnormal
+from hlogen.differential.near import Tolerance, subnormal
+from hlogen.differential.origin import find_origin
 from hlogen.loading import parse_module
 from hlogen.errors import HlogenError, InputError, ShapeError, UnsupportedError
 
@@ -240,16 +240,19 @@ def _judge(case: Case, results: list, record: dict, backend: backends.Backend,
 
 
 def explain_case(case: Case, backend: backends.Backend) -> str:
+    """Where the difference between `backend` and the interpreter is born
+    (hlogen.differential.origin.find_origin), in words."""
     if case.replicated is not None:
-        return "cannot localise: first_divergence follows one replica, this module runs several"
+        return "cannot localise: find_origin follows one replica, this module runs several"
     try:
-        found = first_divergence(case.computation, case.arguments, backend=backend)
+        found = find_origin(case.computation, case.arguments, backend, backends.INTERPRET.name,
+                            Tolerance(ulp=3))
     except HlogenError as e:
         return f"cannot localise: {e}"
     if found is None:
         return (f"{backend} and the interpreter agree at every op (within 3 ULP): the "
                 f"expected values differ from both")
-    return str(found)
+    return found.text()
 
 
 def judge_results(case: Case, results: list) -> dict:

@@ -12,7 +12,9 @@ more of it.
 - `comparison`: `compare`, one computation on a test and a reference side (a backend,
   its XLA options, the route through HLO), compared result by result, over iterations
   of random inputs;
-- `localize`: `first_divergence`, the first op whose values differ between two backends;
+- `origin`: `find_origin`, the op where a difference is born (given identical inputs,
+  the test side's op alone differs) and the ops that only amplify it; `findings_of`, a
+  comparison's findings (compare's report, --explain); `probed` (`localize` re-exports it);
 - `hlo_passes`: the HLO passes XLA really runs on a module, from its log;
 - `bisection`: `bisect`, the HLO pass (or stage) whose disabling removes a divergence;
 - `isolated`: a computation run in a child process, for options that may end XLA's;

@@ -184,6 +184,21 @@ class Comparison:
     xla_flags: str  # XLA_FLAGS, in force on both sides
     # per side ("test", "reference") that ran hlogen's form, not the module as written: why
     fallbacks: dict = dataclasses.field(default_factory=dict)
+    # where the differences of the last iteration are born, and who is wrong
+    # (hlogen.differential.origin.Finding; with_findings adds them); None where not asked for
+    findings: list | None = None
+    strict: bool = False  # allowed findings count as differences
+    unexplained: str | None = None  # why no finding could be had, where none could
+
+    @property
+    def failed(self) -> bool:
+        """Whether a difference counts: one whose finding the spec does not allow (any,
+        `strict`), or one no finding explains."""
+        if self.ok:
+            return False
+        if not self.findings or self.strict:
+            return True
+        return any(not f.allowed for f in self.findings)
 
     @property
     def ok(self) -> bool:
@@ -198,7 +213,10 @@ class Comparison:
         return {"computation": self.computation, "ok": self.ok, "test": self.test.to_json(),
                 "reference": self.reference.to_json(), "tolerance": self.tolerance.to_json(),
                 "xla_flags": self.xla_flags, "fallbacks": dict(self.fallbacks),
-                "iterations": [i.to_json() for i in self.iterations]}
+                "iterations": [i.to_json() for i in self.iterations],
+                **({} if self.findings is None else
+                   {"findings": [f.to_json() for f in self.findings]}),
+                **({"unexplained": self.unexplained} if self.unexplained else {})}
 
     def text(self) -> str:
         last = self.iterations[-1]
@@ -215,7 +233,18 @@ class Comparison:
         lines += [r.text(f"test {self.test.backend}", f"reference {self.reference.backend}")
                   for r in last.results]
         lines += [f"note: the {which} side: {why}" for which, why in self.fallbacks.items()]
+        if self.findings is not None and not self.ok:
+            lines += [f"finding {k}: {f.text()}" for k, f in enumerate(self.findings, 1)] or \
+                [f"no finding: {self.unexplained or _NO_ORIGIN}"]
+            allowed = sum(f.allowed for f in self.findings)
+            if allowed and not self.failed:
+                lines.append(f"every difference is allowed by the spec ({allowed} "
+                             f"finding{'s' if allowed > 1 else ''}): no bug")
         return "\n".join(lines)
+
+
+_NO_ORIGIN = ("no op of main differs by itself, given the reference's values of its operands "
+              "(the difference is in the results as a whole)")
 
 
 def compare(computation: Computation, inputs=None, test=backends.CPU.name,
@@ -236,6 +265,8 @@ def compare(computation: Computation, inputs=None, test=backends.CPU.name,
     before each side compiles and runs (the command line names a side that dies).
     `runner(side, module, inputs)`: how a side runs a module (default `Side.run`, in this
     process; hlogen.differential.isolated's Children run it in a child process that may die).
+    Where results differ, hlogen.differential.origin.with_findings adds where each
+    difference is born and who is wrong.
     """
     tolerance = Tolerance(abs, rel, ulp, bitwise) if tolerance is None else tolerance
     sides = Side.of(test, test_options), Side.of(reference, reference_options)

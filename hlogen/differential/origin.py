@@ -6,29 +6,39 @@ it; the test side gets it as written, the reference its own form), and follows t
 difference of a differing result back along the ops it depends on. An op is where a
 difference is *born* when, given identical inputs, the test side's op gives other values
 than the reference's: as XLA's `run_hlo_module --isolate_instructions` does, the op runs
-alone on the test side with the reference's values of its operands as parameters (every
-candidate in one module: one compile, one run). An op whose operands already differ and
-that, alone, agrees only passes the difference on (or magnifies it): it is `amplified_by`,
-with the ULPs in (its operands') and out (its results').
+alone on the test side with the reference's values of its operands as parameters (the
+candidates in one module: one compile, one run; only those it needs: the ops the module
+already gave identical operands, then the others before the first of those that differs
+by the tolerance). An op whose operands already differ and that, alone, agrees only passes
+the difference on (or magnifies it): it is `amplified_by`, with the ULPs in (its
+operands') and out (its results').
 
 Which op: the first (in program order) born with a difference by the tolerance (by
 compare's rule, or, where that is XLA's Near whose absolute bound does not scale, also
 beyond 3 ULP and the relative bound: a flushed subnormal is the op's own difference);
-where none is, the first born at all (a 1-ULP difference that tan magnifies). The first op
-whose values differ at all has operands that agree to the bit: the probed run already gave
-it identical inputs, and where the op alone agrees, its difference is born of its context
-(a rewrite across ops, a constant folded: `in_context`; `hlogen bisect` names the pass).
+where none is, the first born at all (a 1-ULP difference that tan magnifies). An op the
+module gave identical operands (all of them, or for an element-wise op those of some
+elements) whose values differ there, but that agrees alone, is born of its context (a
+rewrite across ops, a constant folded: `in_context`; `hlogen bisect` names the pass):
+log(exp(x)) made x by XLA's algebraic simplifier is born at log.
+
+`with_findings` adds a comparison's findings (`Finding`: an origin, the arbiter's
+judgement, the results it reaches): what `hlogen compare` reports and exits by.
 """
 from __future__ import annotations
 
 import dataclasses
+import typing
 
 import numpy as np
 from jaxlib.mlir import ir
 
-from hlogen import mlir, preflight
+from hlogen import dynamism, mlir, preflight
 from hlogen import types as T
 from hlogen.computation import Computation
+from hlogen.differential import arbiter
+from hlogen.differential.comparison import Side
+from hlogen.differential.edits import op_alone
 from hlogen.differential.near import Tolerance, compare_arrays, ulp_distance
 from hlogen.errors import HlogenError
 
@@ -63,24 +73,30 @@ class Origin:
     test: np.ndarray    # the op's result on the test side, run alone on `operands`
     reference: np.ndarray
     amplified_by: tuple  # Amplification, in program order, the ops between the origin and the result
-    judgement: object = None  # hlogen.differential.arbiter.Judgement, where it judged
+    judgement: object = None  # hlogen.differential.arbiter.Judgement
     # the op alone agrees: the difference is born of the op in its module (a rewrite across
     # ops, a folded constant); `test` is then its value in the module
     in_context: bool = False
     of_result: int = 0   # which result of main the difference was followed from
 
     def text(self) -> str:
+        """One line: where it is born, the verdict, what amplifies it."""
         where = f"{self.location}: {self.op}" + (f" (result {self.result})"
                                                  if self.result else "")
         how = ("differs only in its module (alone, with the reference's operands, it agrees: "
                "a rewrite across ops or a folded constant)") if self.in_context else \
             "differs, given the reference's values of its operands"
         said = [f"born at {where}: {how}"]
+        j = self.judgement
+        if j is not None:
+            said.append(f"verdict: {_text(j.verdict)}: {j.reason}")
         if self.amplified_by:
             said.append("amplified by " + ", ".join(
                 f"{a.op}" + (f" (line {a.line})" if a.line else "")
                 + f" ({_ulps_text(a.ulps_in)} -> {_ulps_text(a.ulps_out)} ULP)"
-                for a in self.amplified_by))
+                for a in self.amplified_by[:_SHOWN_AMPLIFIERS])
+                + (f", and {len(self.amplified_by) - _SHOWN_AMPLIFIERS} more"
+                   if len(self.amplified_by) > _SHOWN_AMPLIFIERS else ""))
         return "; ".join(said)
 
     def __str__(self) -> str:
@@ -107,17 +123,15 @@ def _origins(computation, inputs, test, reference, tolerance, of_results, runner
              strict) -> list:
     """The origin of each result of main in `of_results` (None: of the first that
     differs, or none) from one probed run per side."""
-    from hlogen.differential.comparison import Side  # (comparison imports this module)
     if not isinstance(computation, Computation):
         raise HlogenError(f"find_origin takes a Computation, got {type(computation).__name__}")
     tolerance = tolerance or Tolerance()
     sides = Side.of(test), Side.of(reference)
     run = runner or Side.run
-    module, probes = probed(computation)
+    module, probes, result_at = _probed(computation, distinct=True)
     inputs = list(inputs)
     values = [run(side, side.module(module), inputs) for side in sides]
-    n = len(probes)
-    results = [(values[0][n + i], values[1][n + i]) for i in range(len(values[0]) - n)]
+    results = [(values[0][k], values[1][k]) for k in result_at]
     if of_results is None:
         of_results = [i for i, (a, b) in enumerate(results) if _differs(a, b, tolerance)][:1]
     block = module.main.regions[0].blocks[0]
@@ -125,7 +139,15 @@ def _origins(computation, inputs, test, reference, tolerance, of_results, runner
     where = computation.source or computation.name
     index = {p.op.results[p.index]: k for k, p in enumerate(probes)}
 
+    operands_cache: dict = {}
+
     def operand_values(op, side: int) -> list | None:
+        key = (op, side)
+        if key not in operands_cache:
+            operands_cache[key] = _operands(op, side)
+        return operands_cache[key]
+
+    def _operands(op, side: int) -> list | None:
         got = []
         for value in op.operands:
             if value in index:
@@ -136,7 +158,21 @@ def _origins(computation, inputs, test, reference, tolerance, of_results, runner
                 got.append(mlir.constant_of(value))
         return None if any(g is None for g in got) else got
 
+    differs_cache: dict = {}  # probe -> whether its values differ at all
+    ulps_cache: dict = {}     # probe -> the ULPs between its values
+
+    def differing_at(k) -> bool:
+        if k not in differs_cache:
+            differs_cache[k] = not _same(values[0][k], values[1][k])
+        return differs_cache[k]
+
+    def ulps_at(k) -> float:
+        if k not in ulps_cache:
+            ulps_cache[k] = _ulps(values[0][k], values[1][k]) if differing_at(k) else 0.0
+        return ulps_cache[k]
+
     alone_cache: dict = {}  # probe -> its results alone on the test side
+    judgements: dict = {}   # (position, result) of an origin -> the arbiter's judgement
 
     def alone_of(candidates: list) -> dict:
         todo = [k for k in candidates if k not in alone_cache]
@@ -146,40 +182,58 @@ def _origins(computation, inputs, test, reference, tolerance, of_results, runner
         return alone_cache
 
     def origin_of(of_result: int) -> Origin | None:
-        needed = _ancestors(block, terminator.operands[n + of_result])
+        needed = _ancestors(block, terminator.operands[result_at[of_result]])
         # the values that differ at all, on the way to the result
         candidates = [k for k, p in enumerate(probes) if p.position in needed
-                      and _differs(values[0][k], values[1][k], _AT_ALL)]
+                      and differing_at(k)]
         if not candidates:
             return None
 
-        def same_inputs(k) -> bool:  # the module gave the op identical operands
-            ins = [operand_values(probes[k].op, s) for s in (0, 1)]
-            return None not in ins and all(
-                not _differs(np.asarray(a), np.asarray(b), _AT_ALL) for a, b in zip(*ins))
+        def in_module(k):
+            """(born, by the tolerance) of op k in its module, judged where the module gave
+            it identical operands: every element, or for an op of operands shaped as its
+            result (element-wise), the elements whose operands agree (a 1-ULP difference
+            elsewhere in an operand does not hide a rewrite of the op)."""
+            op = probes[k].op
+            if operand_values(op, 1) is None:
+                return False, False
+            ins = [index[v] for v in op.operands if v in index and differing_at(index[v])]
+            a, b = np.asarray(values[0][k]), np.asarray(values[1][k])
+            if ins:
+                if not _element_wise(op) or \
+                        not all(np.shape(values[0][j]) == a.shape for j in ins):
+                    return False, False
+                agree = np.ones(a.shape, bool)
+                for j in ins:
+                    agree &= _agreeing(values[0][j], values[1][j])
+                a, b = a[agree], b[agree]
+            return not _same(a, b), _differs(a, b, tolerance)
 
-        same = {k: same_inputs(k) for k in candidates}
+        context = {k: in_module(k) for k in candidates}
         judged = {}  # per candidate: (born, born by the tolerance, in context, the test's value)
 
         def judge_op(k):
             want = values[1][k]
             got = None if alone_cache[k] is None else alone_cache[k][probes[k].index]
-            if got is not None and _differs(got, want, _AT_ALL):
-                judged[k] = (True, _differs(got, want, tolerance), False, got)
-            elif same[k]:  # identical operands in the module: born in its context
-                judged[k] = (True, _differs(values[0][k], want, tolerance), True, values[0][k])
+            alone_at = got is not None and _differs(got, want, _AT_ALL)
+            alone_by = alone_at and _differs(got, want, tolerance)
+            at, by = context[k]
+            if alone_by or (alone_at and not by):
+                judged[k] = (True, alone_by, False, got)
+            elif at:  # identical operands in the module, other values: born in its context
+                judged[k] = (True, by, True, values[0][k])
             else:
                 judged[k] = (False, False, False, values[0][k])
 
-        # alone-runs only where needed, each set in one module: the ops given identical
-        # operands (born, for sure); then the others before the first of those born by the
-        # tolerance (an op may add a difference of its own to one it was given)
-        given_same = [k for k in candidates if same[k]]
+        # alone-runs only where needed, each set in one module: the ops born in the module
+        # (given identical operands there); then the others before the first of those born
+        # by the tolerance (an op may add a difference of its own to one it was given)
+        given_same = [k for k in candidates if context[k][0]]
         alone_of(given_same)
         for k in given_same:
             judge_op(k)
         limit = next((k for k in given_same if judged[k][1]), None)
-        others = [k for k in candidates if not same[k] and (limit is None or k < limit)]
+        others = [k for k in candidates if not context[k][0] and (limit is None or k < limit)]
         alone_of(others)
         for k in others:
             judge_op(k)
@@ -191,25 +245,30 @@ def _origins(computation, inputs, test, reference, tolerance, of_results, runner
         probe = probes[first]
         _, _, in_context, got = judged[first]
         with mlir.context(), ir.Location.unknown():
-            from hlogen.differential.edits import op_alone  # (edits imports the runtime)
             alone_module = Computation(op_alone(probe.op, parameters=True))
         amplified = []
+        later = [k for k in candidates if k > first and not probes[k].index]
+        _fill_ulps(ulps_cache, values, [*later, *(index[v] for k in later
+                                                   for v in probes[k].op.operands if v in index)],
+                   differing_at)
         for k in candidates:
             if k <= first or probes[k].index:
                 continue
             op = probes[k].op
-            ins = [operand_values(op, s) for s in (0, 1)]
-            ulps_in = max((_ulps(np.asarray(a), np.asarray(b)) for a, b in zip(*ins)), default=0.0) \
-                if None not in ins else float("nan")
+            # (parameters and constants are the same on both sides)
+            ulps_in = max((ulps_at(index[v]) for v in op.operands if v in index), default=0.0)
             amplified.append(Amplification(op.name, _line(op, computation.source), ulps_in,
-                                           _ulps(values[0][k], values[1][k])))
+                                           ulps_at(k)))
         found = Origin(op=probe.op.name, line=_line(probe.op, computation.source),
                        location=preflight.located(probe.op, where), position=probe.position,
                        result=probe.index, alone=alone_module,
                        operands=[np.asarray(v) for v in operand_values(probe.op, 1) or []],
                        test=np.asarray(got), reference=np.asarray(values[1][first]),
                        amplified_by=tuple(amplified), in_context=in_context, of_result=of_result)
-        return dataclasses.replace(found, judgement=judge(found, strict))
+        key = (found.position, found.result)  # judged once, whichever result it reaches
+        if key not in judgements:
+            judgements[key] = judge(found, strict)
+        return dataclasses.replace(found, judgement=judgements[key])
 
     return [origin_of(i) for i in of_results]
 
@@ -217,11 +276,7 @@ def _origins(computation, inputs, test, reference, tolerance, of_results, runner
 
 def judge(origin: Origin, strict: bool = False):
     """The arbiter's judgement of `origin` (hlogen.differential.arbiter.arbitrate: exact
-    math of the op on the operands both sides were given), or None where there is none."""
-    try:
-        from hlogen.differential import arbiter
-    except ImportError:  # (the arbiter is another branch's until merged)
-        return None
+    math of the op on the operands both sides were given)."""
     return arbiter.arbitrate(origin.alone, origin.operands, origin.test, origin.reference,
                              result=origin.result, strict=strict)
 
@@ -260,31 +315,36 @@ class Finding:
                 "in_context": o.in_context}
 
     def text(self) -> str:
+        """Its lines in words: the op, where it is born, the verdict, what amplifies it."""
         o, j = self.origin, self.origin.judgement
         results = ", ".join(map(str, self.results))
-        said = [f"result{'s' if len(self.results) > 1 else ''} {results} "
-                f"differ{'' if len(self.results) > 1 else 's'} from {o.op} at {o.location}: "
-                + ("it differs only in its module (alone, given the reference's operands, "
-                   "it agrees: a rewrite across ops or a folded constant; hlogen bisect "
-                   "names the pass)" if o.in_context else
-                   "given the reference's values of its operands, the test side's op gives "
-                   "other values")]
+        said = [f"{o.op} at {o.location} (result{'s' if len(self.results) > 1 else ''} "
+                f"{results} of main)",
+                "  born there: " + (
+                    "it differs only in its module (alone, given the reference's operands, it "
+                    "agrees: a rewrite across ops or a folded constant; hlogen bisect names "
+                    "the pass)" if o.in_context else
+                    "given the reference's values of its operands, the test side's op gives "
+                    "other values")]
         if j is None:
-            said.append(f"verdict: {UNDETERMINED} ({_UNJUDGED})")
+            said.append(f"  verdict: {UNDETERMINED} ({_UNJUDGED})")
         else:
-            ulps = ", ".join(f"{side} {_ulps_text(v) if isinstance(v, (int, float)) else v}"
+            ulps = ", ".join(f"{side} {v:.3g}" if isinstance(v, float) else f"{side} {v}"
                              for side, v in j.ulps.items() if v is not None)
-            said.append(f"verdict: {self.verdict}: {j.reason}"
-                        + (f" (error in ULPs: {ulps})" if ulps else "")
+            said.append(f"  verdict: {self.verdict}: {j.reason}"
+                        + (f" (errors in ULPs: {ulps})" if ulps else "")
                         + (f"; exact: {', '.join(j.exact[:3])}" if j.exact else ""))
         if o.amplified_by:
-            said.append("passed on by " + ", ".join(
+            said.append("  amplified by (each only passes the difference on): " + ", ".join(
                 f"{a.op}" + (f" (line {a.line})" if a.line else "")
-                + f": {_ulps_text(a.ulps_in)} -> {_ulps_text(a.ulps_out)} ULP"
-                for a in o.amplified_by) + " (not causes: each only passes the difference on)")
-        return "; ".join(said)
+                + f" {_ulps_text(a.ulps_in)} -> {_ulps_text(a.ulps_out)} ULP"
+                for a in o.amplified_by[:_SHOWN_AMPLIFIERS])
+                + (f", and {len(o.amplified_by) - _SHOWN_AMPLIFIERS} more"
+                   if len(o.amplified_by) > _SHOWN_AMPLIFIERS else ""))
+        return "\n".join(said)
 
 
+_SHOWN_AMPLIFIERS = 6
 _UNJUDGED = "no exact answer was computed for it"
 
 
@@ -293,17 +353,36 @@ def findings_of(computation: Computation, inputs, test, reference, differing: li
     """One Finding per origin of the results of main `differing` (indices), in order: the
     results whose differences are born at the same op make one finding."""
     found: dict = {}
-    for i in differing:
-        origin = find_origin(computation, inputs, test, reference, tolerance, of_result=i,
-                             runner=runner, strict=strict)
+    origins = _origins(computation, inputs, test, reference, tolerance, list(differing),
+                       runner, strict)
+    for i, origin in zip(differing, origins):
         if origin is None:
             continue
         key = (origin.position, origin.result)
-        if key in found:
-            found[key] = dataclasses.replace(found[key], results=found[key].results + (i,))
+        if key in found:  # the same origin: the longest way it goes shows what amplifies it
+            kept = found[key].origin
+            longer = origin if len(origin.amplified_by) > len(kept.amplified_by) else kept
+            found[key] = Finding(longer, found[key].results + (i,))
         else:
             found[key] = Finding(origin, (i,))
     return list(found.values())
+
+
+def with_findings(comparison, computation: Computation, inputs, runner=None,
+                  strict: bool = False):
+    """`comparison` (hlogen.differential.comparison.Comparison of `computation`) with the
+    findings of its last iteration's differing results (run on `inputs`, that
+    iteration's), `strict` (allowed findings count as differences: Comparison.failed)."""
+    last = comparison.iterations[-1]
+    leaves = len(T.leaf_shapes(computation.result_shapes))
+    differing = [i for i, r in enumerate(last.results[:leaves]) if not r.ok]
+    try:
+        found = findings_of(computation, inputs, comparison.test, comparison.reference,
+                            differing, comparison.tolerance, runner, strict) if differing else []
+    except HlogenError as e:  # the probed module or an op alone does not run: said, not raised
+        return dataclasses.replace(comparison, findings=[], strict=strict,
+                                   unexplained=f"the difference could not be localised: {e}")
+    return dataclasses.replace(comparison, findings=found, strict=strict)
 
 
 def _text(verdict) -> str:
@@ -312,19 +391,23 @@ def _text(verdict) -> str:
 
 # -- the probes ---------------------------------------------------------------------------
 
-@dataclasses.dataclass(frozen=True)
-class Probe:
+class Probe(typing.NamedTuple):
     op: ir.Operation  # a top-level op of main (of the probed module)
     index: int        # which of its results
     position: int     # the op's index among main's top-level ops
-
-    def __iter__(self):  # (op, index, position), as the fuzzer's triage unpacks it
-        return iter((self.op, self.index, self.position))
 
 
 def probed(computation: Computation):
     """A copy of `computation`, as written, whose main returns every top-level intermediate
     tensor (then its own results), and the probes (Probe: op, result index, position)."""
+    module, probes, _ = _probed(computation, distinct=False)
+    return module, probes
+
+
+def _probed(computation: Computation, distinct: bool):
+    """probed's module and probes, and where each result of main is among its results;
+    `distinct`: a result that is a probe's value is not returned twice (XLA without its
+    HLO passes aborts on a buffer returned twice: "Unexpected duplicate")."""
     copy = computation.clone()
     main = copy.main
     block = main.regions[0].blocks[0]
@@ -339,15 +422,24 @@ def probed(computation: Computation):
                 values.append(result)
     terminator = list(block.operations)[-1].operation
     originals = list(terminator.operands)
+    at = {v: k for k, v in enumerate(values)}
+    extra = [v for v in originals if not (distinct and v in at)]
+    result_at, more = [], len(values)
+    for v in originals:
+        if distinct and v in at:
+            result_at.append(at[v])
+        else:
+            result_at.append(more)
+            more += 1
     with mlir.context(), ir.InsertionPoint(terminator), terminator.location:
-        ir.Operation.create("func.return", operands=values + originals)
+        ir.Operation.create("func.return", operands=values + extra)
         terminator.erase()
         ftype = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
         main.attributes["function_type"] = ir.TypeAttr.get(
-            ir.FunctionType.get(list(ftype.inputs), [v.type for v in values + originals]))
+            ir.FunctionType.get(list(ftype.inputs), [v.type for v in values + extra]))
         if "res_attrs" in main.attributes:
             del main.attributes["res_attrs"]
-    return Computation(copy.module, computation.source), probes
+    return Computation(copy.module, computation.source), probes, result_at
 
 
 def _try_shape(t):
@@ -445,15 +537,54 @@ def _alone_batch(ops: list) -> Computation:
 
 # -- judging values -------------------------------------------------------------------------
 
+def _same(a, b) -> bool:
+    """Whether `a` and `b` agree to the bit, but for the sign of zeros and NaN payloads
+    (ULP 0 apart): the fast test of "differs at all"."""
+    a, b = np.asarray(a), np.asarray(b)
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.tobytes() == b.tobytes():
+        return True
+    if T.element_type(a.dtype).kind not in (T.FLOAT, T.COMPLEX):
+        return False
+    try:
+        return bool(np.array_equal(a, b, equal_nan=True))
+    except TypeError:  # a type numpy compares only bit by bit (narrow floats)
+        return compare_arrays(a, b, _AT_ALL, shown=0).ok
+
+
+def _element_wise(op) -> bool:
+    """Whether each element of `op`'s result is computed from the same element of each
+    operand (of its shape): StableHLO's element-wise ops and CHLO's."""
+    return op.name in dynamism.ELEMENTWISE or op.name.startswith("chlo.")
+
+
+def _agreeing(a, b) -> np.ndarray:
+    """Per element, whether `a` and `b` agree (equal, both NaN, or the bits equal)."""
+    a, b = np.asarray(a), np.asarray(b)
+    try:
+        with np.errstate(invalid="ignore"):
+            same = a == b
+        if T.element_type(a.dtype).kind in (T.FLOAT, T.COMPLEX):
+            same |= np.isnan(a) & np.isnan(b)
+        return np.asarray(same, bool)
+    except TypeError:  # narrow floats numpy cannot compare: by their bits
+        return a.view(f"u{a.dtype.itemsize}") == b.view(f"u{b.dtype.itemsize}")
+
+
 def _differs(a, b, tolerance: Tolerance) -> bool:
     """Whether an op's values `a` and `b` differ by `tolerance` (where it is XLA's Near:
     also beyond 3 ULP and its relative bound, so that a difference the absolute bound hides
     in small values counts)."""
+    if _same(a, b):
+        return False
+    if tolerance is _AT_ALL:
+        return True
     a, b = np.asarray(a), np.asarray(b)
     if not compare_arrays(a, b, tolerance, shown=0).ok:
         return True
     near = tolerance.ulp is None and not tolerance.bitwise
-    return near and tolerance is not _AT_ALL and not compare_arrays(
+    return near and not compare_arrays(
         a, b, _SCALED, also=Tolerance(0, tolerance.rel), shown=0).ok
 
 
@@ -463,7 +594,7 @@ def _ulps(a: np.ndarray, b: np.ndarray) -> float:
     a, b = np.asarray(a), np.asarray(b)
     if a.shape != b.shape or a.dtype != b.dtype:
         return float("inf")
-    if a.size == 0:
+    if a.size == 0 or _same(a, b):
         return 0.0
     kind = T.element_type(a.dtype).kind
     if kind == T.COMPLEX:
@@ -472,6 +603,30 @@ def _ulps(a: np.ndarray, b: np.ndarray) -> float:
         return float(np.max(ulp_distance(a, b)))
     return float(np.max(np.abs(a.astype(object) - b.astype(object)))) if a.dtype != bool \
         else float(np.count_nonzero(a != b))
+
+
+def _fill_ulps(cache: dict, values, probes: list, differing_at) -> None:
+    """`cache`[k] = _ulps of probe k's values for each of `probes`, the floats of each type
+    in one vectorized computation (a thousand small arrays cost as one large one)."""
+    groups: dict = {}
+    for k in dict.fromkeys(probes):
+        if k in cache:
+            continue
+        if not differing_at(k):
+            cache[k] = 0.0
+            continue
+        a, b = np.asarray(values[0][k]), np.asarray(values[1][k])
+        if a.shape == b.shape and a.dtype == b.dtype and a.size and \
+                T.element_type(a.dtype).kind == T.FLOAT:
+            groups.setdefault(a.dtype, []).append((k, a.ravel(), b.ravel()))
+        else:
+            cache[k] = _ulps(a, b)
+    for members in groups.values():
+        starts = np.cumsum([0] + [len(a) for _, a, _ in members[:-1]])
+        d = ulp_distance(np.concatenate([a for _, a, _ in members]),
+                         np.concatenate([b for _, _, b in members]))
+        for (k, _, _), most in zip(members, np.maximum.reduceat(d, starts)):
+            cache[k] = float(most)
 
 
 def _line(op, source: str | None) -> int | None:

@@ -42,16 +42,24 @@ def comparison_arguments(command):
                    "NaN and infinities as strings) for triage scripts.")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS",
               help="Stop and fail (exit 1) when it takes longer.")
+@click.option("--strict", is_flag=True,
+              help="Count the differences the spec allows (a finding whose verdict is "
+                   "'allowed') as differences too: exit 1 for them.")
 @reports_errors
 def command(file, function_name, sides, inputs, tolerance, iterations, shown, json_path,
-            timeout):
+            timeout, strict):
     """Run IN on two backends and compare the results by XLA's rule.
 
     Each result is compared element by element as XLA's run_hlo_module does
     (literal_comparison::Near): an element differs only when its absolute error exceeds
     --abs AND its relative error exceeds --rel; two NaNs match, -0 matches +0, an
-    infinity matches only itself, integers exactly. Exit 1 when anything differs, 0
-    when not. IN: any module hlogen run reads (an HloSnapshot runs with its arguments)."""
+    infinity matches only itself, integers exactly. Where results differ, each difference
+    is followed to the op where it is born (given the reference's values of its operands,
+    the test side's op alone differs) and judged by exact math: its findings. Exit 1 when
+    a finding is not allowed by the spec (or with --strict, any difference), 0 when not.
+    The test side gets the module as written (as jax gives it to XLA); hlogen's rewrites
+    are the interpreter's. IN: any module hlogen run reads (an HloSnapshot runs with its
+    arguments)."""
     inputs = inputs.random_by_default()
     refuse(inputs.refusals() + tolerance.refusals() + [
         (iterations > 1 and bool(inputs.specs or inputs.zero),
@@ -60,14 +68,19 @@ def command(file, function_name, sides, inputs, tolerance, iterations, shown, js
     isolation.in_child(compare_sides,
                        {"file": file, "function_name": function_name, "sides": sides,
                         "inputs": dataclasses.asdict(inputs), "tolerance": tolerance.keywords(),
-                        "iterations": iterations, "shown": shown, "json_path": json_path},
+                        "iterations": iterations, "shown": shown, "json_path": json_path,
+                        "strict": strict},
                        file, timeout)
 
 
-def compare_sides(file, function_name, sides, inputs, tolerance, iterations, shown, json_path):
-    """In the child: both sides, compared; exit 1 when they differ."""
+def compare_sides(file, function_name, sides, inputs, tolerance, iterations, shown, json_path,
+                  strict=False):
+    """In the child: both sides, compared, each difference's finding; exit 1 when one
+    counts (Comparison.failed)."""
     # here, not at the top: start-up (the parent imports no hlogen)
     from hlogen import differential
+    from hlogen.differential import origin  # (start-up, as the line above)
+    from hlogen.differential.isolated import Children  # (start-up, as the line above)
     from hlogen_cli import sides as setups  # (start-up: it imports hlogen)
     setup = setups.setup(file, function_name, inputs, sides, json_path)
 
@@ -78,10 +91,23 @@ def compare_sides(file, function_name, sides, inputs, tolerance, iterations, sho
                                  setup.reference, iterations=iterations, seed=setup.seed,
                                  large_range=setup.choice.large_range, shown=shown,
                                  watch=watch, **tolerance)
-    click.echo(found.text())
     last = found.iterations[-1]
-    setup.save_arguments(setup.arguments if last.seed is None else differential.random_inputs(
-        setup.computation, seed=last.seed, large_range=setup.choice.large_range))
-    setup.write_json(found.to_json())
+    arguments = setup.arguments if last.seed is None else differential.random_inputs(
+        setup.computation, seed=last.seed, large_range=setup.choice.large_range)
     if not found.ok:
+        isolation.status("explain")
+    # where each difference is born, who is wrong (none where they agree: []); its runs in
+    # a child process, so that XLA ending on the probed module loses only the finding
+    children = Children()
+    try:
+        found = origin.with_findings(
+            found, setup.computation, arguments, strict=strict,
+            runner=lambda side, module, args: children.run(side.backend, module, args,
+                                                           side.xla_options))
+    finally:
+        children.close()
+    click.echo(found.text())
+    setup.save_arguments(arguments)
+    setup.write_json(found.to_json())
+    if found.failed:
         sys.exit(status.FAILED)
