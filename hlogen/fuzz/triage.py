@@ -218,8 +218,8 @@ class Triage:
                                      self.run_seconds)
         try:
             return find_origin(candidate, inputs, *self.sides, self.tolerance, runner=run)
-        except HlogenError:
-            return None
+        except (HlogenError, ir.MLIRError):  # (an op origin cannot run alone: no origin,
+            return None                      # the triage's own probing names the op)
 
     def wrong(self, judgement) -> str:
         """Who exact math finds wrong: "SIDE wrong", "allowed (CLASS)", "undetermined"."""
