@@ -16,6 +16,7 @@ from hlogen.differential.report import report_of
 from hlogen.errors import HlogenError, InputError
 
 SUMMARY, JUNIT = "summary.json", "junit.xml"
+BISECT_SECONDS = 60  # one compile and run of a report's bisection (a hang ends there)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -187,7 +188,7 @@ def report_text(finding: Finding, reduced, sides: tuple, tolerance: Tolerance) -
             finding.verdict != "reference wrong":
         try:
             bisected = bisect(reduced.computation, inputs, sides[0], sides[1],
-                              **_keywords(tolerance))
+                              **_keywords(tolerance), seconds=BISECT_SECONDS)
         except HlogenError:
             bisected = None
     try:
