@@ -264,6 +264,8 @@ _FUNCTIONS = {
     "stablehlo.add": lambda a, b: a + b, "stablehlo.subtract": lambda a, b: a - b,
     "stablehlo.multiply": lambda a, b: a * b, "stablehlo.divide": lambda a, b: a / b,
     "stablehlo.negate": lambda a: -a, "stablehlo.abs": abs,
+    "stablehlo.power": lambda a, b: mpmath.nan if a < 0 and b != mpmath.floor(b) else
+    mpmath.power(a, b) if a or b > 0 else (mpmath.inf if b < 0 else mpmath.mpf(1)),
     "stablehlo.maximum": max, "stablehlo.minimum": min,
 }
 # the ops IEEE 754 rounds correctly (0.5 ULP); the others are allowed a few ULP
