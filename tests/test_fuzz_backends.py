@@ -264,12 +264,14 @@ _FUNCTIONS = {
     "stablehlo.add": lambda a, b: a + b, "stablehlo.subtract": lambda a, b: a - b,
     "stablehlo.multiply": lambda a, b: a * b, "stablehlo.divide": lambda a, b: a / b,
     "stablehlo.negate": lambda a: -a, "stablehlo.abs": abs,
+    "stablehlo.ceil": mpmath.ceil, "stablehlo.floor": mpmath.floor,
+    "stablehlo.sign": lambda a: mpmath.sign(a),
     "stablehlo.power": lambda a, b: mpmath.nan if a < 0 and b != mpmath.floor(b) else
     mpmath.power(a, b) if a or b > 0 else (mpmath.inf if b < 0 else mpmath.mpf(1)),
     "stablehlo.maximum": max, "stablehlo.minimum": min,
 }
 # the ops IEEE 754 rounds correctly (0.5 ULP); the others are allowed a few ULP
-_CORRECTLY_ROUNDED = {"stablehlo.add", "stablehlo.subtract", "stablehlo.multiply",
+_CORRECTLY_ROUNDED = {"stablehlo.ceil", "stablehlo.floor", "stablehlo.sign", "stablehlo.add", "stablehlo.subtract", "stablehlo.multiply",
                       "stablehlo.divide", "stablehlo.sqrt", "stablehlo.negate", "stablehlo.abs",
                       "stablehlo.maximum", "stablehlo.minimum"}
 _FEW_ULPS = 4
