@@ -37,6 +37,7 @@ COMMANDS = {
     "devices": ("devices", "List the backends and devices hlogen can run on"),
     "reduce": ("reduce", "Shrink IN while it stays interesting, and write the smallest module "
                          "found."),
+    "report": ("report", "Write the report of FINDING a maintainer acts on, in Markdown."),
     "fuzz": ("fuzz", "Run random and mutated programs on two backends and keep a reduced "
                      "reproducer of each cause of a difference."),
     "samples": ("samples", "The sample computations (samples/*.py): list them, show one, run one."),

@@ -6,6 +6,8 @@ on), and bad input. `make fuzz-backends` runs the long search (tests/test_fuzz_b
 from __future__ import annotations
 
 import json
+import os
+import sys
 import xml.etree.ElementTree as ET
 
 import numpy as np
@@ -17,6 +19,7 @@ from hlogen_cli.main import main
 from tests import docs
 from tests.test_cli_readme import fresh_clone, run_session
 from tests.test_cli_reduce import small_network, with_missing_mesh
+from tests.test_report import block, without_hlogen
 
 
 def hlogen(*args):
@@ -33,7 +36,11 @@ def test_the_page_s_example_and_what_it_writes(tmp_path, monkeypatch):
     (finding,) = summary["findings"]
     # named by its cause, the op where the sides part; the class of the difference there
     # is recorded beside it
-    assert finding["signature"] == "divergence at stablehlo.subtract"
+    assert finding["signature"] == "divergence at stablehlo.subtract (value): cpu wrong"
+    # exact math at the origin: x + 12582912 - 12582912 rounds to 0 for a small x; XLA
+    # CPU's x (algsimp drops the pair) is the wrong side
+    assert (finding["verdict"], finding["wrong"]) == ("test wrong", "cpu wrong")
+    assert finding["exact"][0] == "0"
     assert (finding["kind"], finding["difference"], finding["at"]) == \
         ("divergence", "value", "stablehlo.subtract")
     assert finding["ops"] == ["stablehlo.add", "stablehlo.subtract"]
@@ -48,6 +55,19 @@ def test_the_page_s_example_and_what_it_writes(tmp_path, monkeypatch):
     np.testing.assert_array_equal(hg.compile(module)(x), x)
     np.testing.assert_array_equal(hg.interpret(module, x), (x + rounding) - rounding)
     assert "to see it: hlogen compare" in open(finding["module"][:-len(".mlir")] + ".txt").read()
+    # the report beside it: its reproducer, run without hlogen, prints XLA CPU's x
+    report = open(finding["report"]).read()
+    assert finding["report"] == finding["module"][:-len(".mlir")] + ".report.md"
+    assert "stablehlo.subtract" in report.splitlines()[0], report
+    assert report.splitlines()[0].startswith(
+        "# XLA:CPU gives a wrong result for stablehlo.subtract (f32)"), report
+    done = without_hlogen(block(report, "python"), tmp_path)
+    assert f"cpu (test) {float(x.flat[0])!r}, interpret (reference) 0.0, exact 0" in \
+        done.stdout and done.returncode == 1, done.stdout + done.stderr
+    # docs/report.md's session, on this finding (the python its sessions run: this one)
+    monkeypatch.setenv("PATH", os.path.dirname(sys.executable) + os.pathsep +
+                       os.environ["PATH"])
+    run_session(docs.console("docs/report.md", "From a fuzz finding to the report"))
     # JUnit: the finding (known by the second run: skipped) and the programs that agreed
     suite = ET.parse("out/fuzz/junit.xml").getroot().find("testsuite")
     assert suite.get("failures") == "0" and suite.get("skipped") == "1"
@@ -94,7 +114,7 @@ module @m {
     assert not shown.ok  # the bits differ: cpu's NaN is 0xFFFFFFFF, the interpreter's not
     run = hg.fuzz.run("cpu", "interpret", out=tmp_path / "found", seed=0, corpus=[comp],
                   programs=12, seconds=300, large_range=False)
-    assert "bits of matching values" in " ".join(run.skipped), run.text()
+    assert "bits of matching values" in " ".join(run.allowed), run.text()
     assert not [f for f in run.findings if f.at == "stablehlo.bitcast_convert"], run.text()
     # and the rule behind it, on arrays: only where the operands' bits differ, and
     # wherever they differ, they match by the rule

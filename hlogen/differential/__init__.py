@@ -14,7 +14,7 @@ more of it.
   of random inputs; with a third side, which side is the odd one out;
 - `origin`: `find_origin`, the op where a difference is born (given identical inputs,
   the test side's op alone differs) and the ops that only amplify it; `findings_of`, a
-  comparison's findings (compare's report, --explain); `probed` (`localize` re-exports it);
+  comparison's findings (compare's report, --explain); `probed`;
 - `hlo_passes`: the HLO passes XLA really runs on a module, from its log;
 - `bisection`: `bisect`, the HLO pass (or stage) whose disabling removes a divergence;
 - `isolated`: a computation run in a child process, for options that may end XLA's;

@@ -9,31 +9,40 @@ import re
 import xml.etree.ElementTree as ET
 
 from hlogen import files
+from hlogen.differential.bisection import bisect
 from hlogen.differential.comparison import Side
 from hlogen.differential.near import Tolerance
-from hlogen.errors import InputError
+from hlogen.differential.report import report_of
+from hlogen.errors import HlogenError, InputError
 
 SUMMARY, JUNIT = "summary.json", "junit.xml"
+BISECT_SECONDS = 60  # one compile and run of a report's bisection (a hang ends there)
 
 
 @dataclasses.dataclass(frozen=True)
 class Signature:
     """What a triager files once: the kind ("divergence", "error on SIDE", "crash of
-    SIDE"), the difference (the class of the first difference, the error's class, or the
-    signal), the op where the sides first differ (a divergence's), and a gist (an error's
-    message, or what explains a divergence at no op in particular)."""
+    SIDE"), the difference (the class of the difference where it is born, the error's
+    class, or the signal), the op where a divergence is born (hlogen.differential.origin),
+    the side exact math finds wrong there (`wrong`: "cpu wrong", "interpret wrong", or
+    "undetermined"; hlogen.differential.arbiter), and a gist (an error's message, or what
+    explains a divergence at no op in particular)."""
 
     kind: str
     difference: str
     at: str | None = None
     gist: str | None = None
+    wrong: str | None = None
 
     def __str__(self) -> str:
-        """What names the cause: an op where the sides first differ names it whatever
-        the class of the difference there (log(exp(x)) rewritten to x is an infinity for
-        a large x, a value for a rounded one: one cause)."""
-        return (self.kind + (f" at {self.at}" if self.at else f" ({self.difference})")
-                + (f": {self.gist}" if self.gist else ""))
+        """The cause, once: where a divergence is born, of which class, who is wrong
+        ("divergence at stablehlo.power (integer): cpu wrong")."""
+        if self.at:
+            said = f"{self.kind} at {self.at} ({self.difference})"
+            said += f": {self.wrong}" if self.wrong else ""
+        else:
+            said = f"{self.kind} ({self.difference})"
+        return said + (f": {self.gist}" if self.gist else "")
 
 
 @dataclasses.dataclass
@@ -55,8 +64,15 @@ class Finding:
     original_op_count: int
     reduce_seconds: float
     timed_out: bool       # the reduction stopped at its time limit
+    verdict: str | None = None  # the arbiter's, at the origin (a divergence's)
+    wrong: str | None = None    # "cpu wrong", "interpret wrong", "undetermined"
+    reason: str | None = None   # the arbiter's, in one sentence
+    exact: list | None = None   # the exact values of the differing elements there
+    ulps: dict | None = None    # each side's largest error there, in ULPs
+    note: str | None = None     # what the reduction could not keep, where it could not
     new: bool = True      # not in the folder's summary before this run
     seen: int = 1         # programs of this run that showed it
+    report: str | None = None  # NAME.report.md
 
     def to_json(self) -> dict:
         return dataclasses.asdict(self)
@@ -76,9 +92,12 @@ class Fuzzed:
     from_corpus: int = 0
     large_range: int = 0  # programs whose random inputs span the exponent range
     agreed: int = 0
-    reducing: float = 0.0  # seconds spent reducing findings
+    reducing: float = 0.0  # seconds spent reducing findings and writing their reports
     skipped: dict = dataclasses.field(default_factory=dict)  # why -> count
+    allowed: dict = dataclasses.field(default_factory=dict)  # "allowed (CLASS)" -> count:
+    # differences the spec allows (at the op where they are born), not findings
     findings: list = dataclasses.field(default_factory=list)
+    interrupted: BaseException | None = None  # what ended the run early (a signal)
 
     @property
     def new(self) -> list:
@@ -91,14 +110,20 @@ class Fuzzed:
                 "generated": self.generated, "from_corpus": self.from_corpus,
                 "large_range": self.large_range, "agreed": self.agreed,
                 "reducing_seconds": round(self.reducing, 3), "skipped": dict(self.skipped),
-                "new": len(self.new), "findings": [f.to_json() for f in self.findings]}
+                "allowed": dict(self.allowed),
+                "new": len(self.new), "findings": [f.to_json() for f in self.findings],
+                "stopped": None if self.interrupted is None else str(self.interrupted)}
 
     def text(self) -> str:
         skipped = ", ".join(f"{n} {why}" for why, n in sorted(self.skipped.items()))
+        allowed = ", ".join(f"{n} {why[len('allowed '):].strip('()')}"
+                            for why, n in sorted(self.allowed.items()))
         lines = [f"{self.programs} programs in {self.seconds:.0f} s ({self.generated} generated, "
                  f"{self.from_corpus} from the corpus): {self.agreed} agreed, "
                  f"{len(self.findings)} signature(s) found, {len(self.new)} new"
-                 + (f"; skipped: {skipped}" if skipped else "")]
+                 + (f"; allowed by the spec: {allowed}" if allowed else "")
+                 + (f"; skipped: {skipped}" if skipped else "")
+                 + (f"; stopped by {self.interrupted}: partial" if self.interrupted else "")]
         for f in self.findings:
             lines.append(f"{'new' if f.new else 'known'}: {f.signature} ({f.seen} program(s); "
                          f"{f.original_op_count} -> {f.op_count} ops) {f.module}")
@@ -128,9 +153,11 @@ def _name(signature: str) -> str:
     return f"{words[:60].rstrip('-')}-{hashlib.sha256(signature.encode()).hexdigest()[:8]}"
 
 
-def save(outputs: Outputs, finding: Finding, reduced) -> None:
-    """The reproducer of `finding`: NAME.mlir, NAME.inputs.npz (when it has inputs), and
-    NAME.txt (the signature, the program, what differs, the command)."""
+def save(outputs: Outputs, finding: Finding, reduced, sides: tuple | None = None,
+         tolerance: Tolerance | None = None) -> None:
+    """The reproducer of `finding`: NAME.mlir, NAME.inputs.npz (when it has inputs), NAME.txt
+    (the signature, the program, what differs, the command), and, given the run's `sides`
+    and `tolerance`, NAME.report.md (hlogen.differential.report: what a maintainer acts on)."""
     name = _name(finding.signature)
     finding.module = outputs.path(f"{name}.mlir")
     outputs.write(f"{name}.mlir", reduced.computation.as_text().encode())
@@ -143,7 +170,53 @@ def save(outputs: Outputs, finding: Finding, reduced) -> None:
         f"reduced: {finding.original_op_count} -> {finding.op_count} ops in "
         f"{finding.reduce_seconds:.1f} s" + (" (stopped at its time limit)"
                                               if finding.timed_out else ""),
+        *([f"the cause kept: {finding.note}"] if finding.note else []),
         "", finding.message, "", f"to see it: {finding.command}", ""]).encode())
+    if sides is not None:
+        finding.report = outputs.path(f"{name}.report.md")
+        outputs.write(f"{name}.report.md", report_text(finding, reduced, sides, tolerance).encode())
+
+
+def report_text(finding: Finding, reduced, sides: tuple, tolerance: Tolerance) -> str:
+    """The report of a reduced finding (its module, inputs, the run's sides and rule); the
+    XLA pass bisected where the test side may be the wrong one."""
+    kind = "divergence" if finding.kind == "divergence" else finding.kind
+    inputs = list(reduced.inputs or [])
+    bisected = None
+    # (not where exact math finds the reference wrong: no XLA pass to look for)
+    if kind == "divergence" and sides[0].declared.compiles and \
+            finding.verdict != "reference wrong":
+        try:
+            bisected = bisect(reduced.computation, inputs, sides[0], sides[1],
+                              **_keywords(tolerance), seconds=BISECT_SECONDS)
+        except HlogenError:
+            bisected = None
+    try:
+        return report_of(reduced.computation, inputs, sides[0], sides[1], tolerance,
+                         kind=kind, message=finding.message, bisected=bisected).markdown()
+    except Exception as e:  # (a by-product: it says why it is missing, the run goes on)
+        return f"# {finding.signature}\n\nno report: {type(e).__name__}: {e}\n"
+
+
+def _keywords(tolerance: Tolerance) -> dict:
+    return {"abs": tolerance.abs, "rel": tolerance.rel, "ulp": tolerance.ulp,
+            "bitwise": tolerance.bitwise}
+
+
+def kept(finding: Finding, known: dict) -> bool:
+    """Whether the folder's reproducer of `finding`'s signature stays (it is there, and
+    not larger: a re-run never replaces a smaller reproducer by a larger one; another
+    cause has another signature, and so another file); `finding` then takes its files,
+    its size and what it showed."""
+    old = known.get(finding.signature)
+    if old is None or not os.path.exists(str(old.get("module", ""))) or \
+            not isinstance(old.get("op_count"), int) or old["op_count"] > finding.op_count:
+        return False
+    for field in ("module", "inputs", "command", "report", "op_count", "ops", "message",
+                  "verdict", "reason", "exact", "ulps"):
+        if field in old:
+            setattr(finding, field, old[field])
+    return True
 
 
 def known_signatures(folder) -> dict:

@@ -26,7 +26,7 @@ aside). Its signature names the cause once, as a triager files it (`Signature`):
   interests.difference_class: a NaN or an infinity, a subnormal, an integer, a
   predicate, a value, a shape, is recorded but does not tell causes apart), found by
   probing (every top-level value of main returned and compared,
-  hlogen.differential.localize.probed: by the rule, or, where no op differs by it, by 3
+  hlogen.differential.origin.probed: by the rule, or, where no op differs by it, by 3
   ULP and the relative bound), named as the module writes it (a chlo op, not its
   decomposition); where that op's values on one side are the other side's with
   subnormals (of its operands, the op run alone on them, and of its results) made
@@ -54,8 +54,8 @@ from hlogen.differential.isolated import Children
 from hlogen.differential.near import Tolerance
 from hlogen.errors import InputError
 from hlogen.fuzz.corpus import corpus_of
-from hlogen.fuzz.findings import (JUNIT, SUMMARY, Fuzzed, Outputs, junit, known_signatures, save,
-                                  summary)
+from hlogen.fuzz.findings import (JUNIT, SUMMARY, Fuzzed, Outputs, junit, kept,
+                                  known_signatures, save, summary)
 from hlogen.fuzz.generators import generate
 from hlogen.fuzz.program import DEFAULT_ELEMENT_TYPES, checked_options
 from hlogen.fuzz.triage import Triage, reduce_finding
@@ -68,10 +68,11 @@ _PROGRAM_SEED = 1_000_003
 def run(test="cpu", reference="interpret", *, out, seconds: float = 60, seed: int = 0,
          corpus=(), ops: int = 20, max_rank: int = 3, max_dim: int = 8, depth: int = 2,
          element_types=DEFAULT_ELEMENT_TYPES, large_range: bool | float = LARGE_RANGE_SHARE,
-         test_options=None, reference_options=None, abs: float = 1e-3, rel: float = 1e-3,
+         test_options=None, reference_options=None, abs: float | None = None, rel: float | None = None,
          ulp: int | None = None, bitwise: bool = False, reduce_seconds: float = 60,
          run_seconds: float = 30, programs: int | None = None,
-         progress: Callable[[Progress], None] | None = None) -> Fuzzed:
+         progress: Callable[[Progress], None] | None = None,
+         interrupted_by: tuple = ()) -> Fuzzed:
     """Runs programs on `test` and `reference` (backend names or hlogen.differential
     Sides, each with XLA options) for `seconds` (or `programs` programs, whichever ends
     first) and keeps a reduced reproducer of each cause of a difference in the folder
@@ -83,9 +84,12 @@ def run(test="cpu", reference="interpret", *, out, seconds: float = 60, seed: in
     all, False: none; chosen by each program's seed). `seed` makes the run repeatable
     (on the same machine and load: `seconds` decides how many programs run). Each run of
     a side is bounded by `run_seconds`, each reduction by `reduce_seconds`.
-    `progress(Progress)` follows it."""
+    `progress(Progress)` follows it. `interrupted_by` (exception classes, such as
+    KeyboardInterrupt) end the run early: what it found so far is saved (summary.json,
+    junit.xml, a reduction under way as far as it got) and the exception is in
+    `Fuzzed.interrupted`, for the caller to raise again."""
     folder = files.folder(out, "-o", "fuzz writes its findings into a folder", made=True)
-    tolerance = Tolerance(abs, rel, ulp, bitwise)
+    tolerance = Tolerance.chosen(abs, rel, ulp, bitwise)
     sides = Side.of(test, test_options), Side.of(reference, reference_options)
     options = checked_options(ops, max_rank, max_dim, element_types, depth)
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
@@ -105,61 +109,79 @@ def run(test="cpu", reference="interpret", *, out, seconds: float = 60, seed: in
     run = Fuzzed(sides[0], sides[1], tolerance, seed)
     start = time.monotonic()
     found: dict = {}  # signature -> Finding
-    with Children(run_seconds) as children:
-        fuzzer = Triage(sides, tolerance, children, run_seconds)
+    try:
+        with Children(run_seconds) as children:
+            fuzzer = Triage(sides, tolerance, children, run_seconds)
 
-        def tell(**more):
-            if progress is not None:
-                progress(fuzzing(run.programs, len(found), sum(f.new for f in found.values()),
-                                 time.monotonic() - start, **more))
+            def tell(**more):
+                if progress is not None:
+                    progress(fuzzing(run.programs, len(found), sum(f.new for f in found.values()),
+                                     time.monotonic() - start, **more))
 
-        k = 0
-        while time.monotonic() - start < seconds and (programs is None or k < programs):
-            program_seed = program_seed_of(seed, k)
-            if entries and k % 2:
-                run.from_corpus += 1
-                where, program, given = entries.pick(k // 2, program_seed)
-            else:
-                run.generated += 1
-                where = (f"generate({program_seed}, ops={options.ops}, max_rank="
-                         f"{options.max_rank}, max_dim={options.max_dim}, depth={options.depth})")
-                program, given = generate(program_seed, ops=options.ops,
-                                          max_rank=options.max_rank, max_dim=options.max_dim,
-                                          element_types=options.element_types,
-                                          depth=options.depth), None
-            k += 1
-            run.programs += 1
-            large = large_range_of(program_seed, share)
-            run.large_range += large and given is None
-            outcome = fuzzer.observe(program, given, program_seed, large)
-            if isinstance(outcome, str) or outcome is None:
-                if outcome is None:
-                    run.agreed += 1
+            k = 0
+            while time.monotonic() - start < seconds and (programs is None or k < programs):
+                program_seed = program_seed_of(seed, k)
+                if entries and k % 2:
+                    run.from_corpus += 1
+                    where, program, given = entries.pick(k // 2, program_seed)
                 else:
-                    run.skipped[outcome] = run.skipped.get(outcome, 0) + 1
+                    run.generated += 1
+                    where = (f"generate({program_seed}, ops={options.ops}, max_rank="
+                             f"{options.max_rank}, max_dim={options.max_dim}, depth={options.depth})")
+                    program, given = generate(program_seed, ops=options.ops,
+                                              max_rank=options.max_rank, max_dim=options.max_dim,
+                                              element_types=options.element_types,
+                                              depth=options.depth), None
+                k += 1
+                run.programs += 1
+                large = large_range_of(program_seed, share)
+                run.large_range += large and given is None
+                outcome = fuzzer.observe(program, given, program_seed, large)
+                if isinstance(outcome, str) or outcome is None:
+                    if outcome is None:
+                        run.agreed += 1
+                    elif outcome.startswith("allowed"):  # by the spec, at its origin
+                        run.allowed[outcome] = run.allowed.get(outcome, 0) + 1
+                    else:
+                        run.skipped[outcome] = run.skipped.get(outcome, 0) + 1
+                    tell()
+                    continue
+                interest, signature = outcome
+                if str(signature) in found:  # reduced already: counted, not reduced again
+                    found[str(signature)].seen += 1
+                    tell()
+                    continue
+                started = time.monotonic()
+                reduced = reduce_finding(program, interest, signature, where, program_seed,
+                                  reduce_seconds, fuzzer,
+                                  lambda p, s=str(signature): tell(reducing=s,
+                                                                   reduced_ops=p.op_count),
+                                  interrupted_by)
+                if reduced is None or isinstance(reduced, str):
+                    why = reduced or "not seen again"
+                    run.skipped[why] = run.skipped.get(why, 0) + 1
+                elif reduced[0].signature in found:
+                    found[reduced[0].signature].seen += 1
+                else:
+                    finding = reduced[0]
+                    finding.new = finding.signature not in known
+                    found[finding.signature] = finding
+                    stopped = reduced[1].search.interrupted
+                    # (a reduction cut short is saved as far as it got, without its report)
+                    try:
+                        if not kept(finding, known):
+                            save(outputs, finding, reduced[1], None if stopped else sides,
+                                 tolerance)
+                    finally:  # (its report's time counted with its reduction's)
+                        run.reducing += time.monotonic() - started
+                    if stopped is not None:
+                        raise stopped
+                if reduced is None or isinstance(reduced, str) or found.get(
+                        reduced[0].signature) is not reduced[0]:
+                    run.reducing += time.monotonic() - started
                 tell()
-                continue
-            interest, signature = outcome
-            if str(signature) in found:  # reduced already: counted, not reduced again
-                found[str(signature)].seen += 1
-                tell()
-                continue
-            started = time.monotonic()
-            reduced = reduce_finding(program, interest, signature, where, program_seed,
-                              reduce_seconds, fuzzer,
-                              lambda p, s=str(signature): tell(reducing=s,
-                                                               reduced_ops=p.op_count))
-            run.reducing += time.monotonic() - started
-            if reduced is None:
-                run.skipped["not seen again"] = run.skipped.get("not seen again", 0) + 1
-            elif reduced[0].signature in found:
-                found[reduced[0].signature].seen += 1
-            else:
-                finding = reduced[0]
-                finding.new = finding.signature not in known
-                save(outputs, finding, reduced[1])
-                found[finding.signature] = finding
-            tell()
+    except tuple(interrupted_by) as e:  # what was found so far is written all the same
+        run.interrupted = e
     run.seconds = time.monotonic() - start
     run.findings = list(found.values())
     outputs.write(SUMMARY, summary(run, known))

@@ -1,6 +1,7 @@
 """Triage: one program on both sides, and what differed named by its cause."""
 from __future__ import annotations
 
+import collections
 import dataclasses
 import functools
 import re
@@ -14,14 +15,16 @@ from hlogen import types as T
 from hlogen.builder import Builder
 from hlogen.computation import Computation
 from hlogen.differential.allowed import bitcast_allows, order_allows
+from hlogen.differential.arbiter import Verdict
 from hlogen.differential.comparison import Comparison, Side
 from hlogen.differential.edits import op_alone
 from hlogen.differential.interests import (Divergence, Failure, Inputs, Interest, class_of,
                                            difference_class, message_gist, message_pattern,
                                            reduce_with)
 from hlogen.differential.isolated import Died
-from hlogen.differential.localize import probed as probed_values
+from hlogen.differential.origin import probed as probed_values
 from hlogen.differential.near import Tolerance, compare_arrays, flushed_to_zero, subnormal
+from hlogen.differential.origin import find_origin
 from hlogen.errors import HlogenError, InputError, UnsupportedError
 from hlogen.fuzz.findings import Finding, Signature
 from hlogen.mlir import constant_of
@@ -41,7 +44,7 @@ _TINY = 3  # ops of a module that a signature may name together
 @dataclasses.dataclass
 class _Probed:
     """A candidate whose every top-level value of main ran on both sides: the probes
-    (op, result index, position: localize.probed's), the op of the module as written
+    (op, result index, position: origin.probed's), the op of the module as written
     that each is of, and each side's values (one per probe, then main's results)."""
 
     module: Computation  # legalized, every value returned (it holds the probes' ops)
@@ -72,6 +75,8 @@ class Triage:
         self.sides, self.tolerance = sides, tolerance
         self.children, self.run_seconds = children, run_seconds
         self._flushes: dict = {}  # (side, dtype) -> whether it flushes subnormals
+        # the signatures a reduction's candidates showed instead of the one kept
+        self.moved: collections.Counter = collections.Counter()
         # an op's values differ: by the rule, or (Near) also beyond 3 ULP and `rel`
         self.scaled = None if tolerance.ulp is not None or tolerance.bitwise else \
             (_SCALED, Tolerance(0, tolerance.rel))
@@ -102,8 +107,10 @@ class Triage:
             return None
         probed = self.probe(tagged, inputs.of(tagged))
         if probed is not None and self.allows(probed):
-            return "allowed by the spec (the order of a sum or product, bits of matching values)"
+            return "allowed (the order of a sum or product, or bits of matching values)"
         signature = self.signature(tagged, comparison, probed)
+        if (signature.wrong or "").startswith("allowed"):  # the spec allows it: counted
+            return signature.wrong
         return dataclasses.replace(divergence, kind=difference_class(comparison),
                                    keeps=functools.partial(self.keeps, signature)), signature
 
@@ -136,8 +143,13 @@ class Triage:
         not one the spec allows (`allows`), and of the same signature (so that a program
         where one cause shows first is not reduced to another it also holds)."""
         probed = self.probe(candidate, inputs)
-        return probed is not None and not self.allows(probed) and \
-            str(self.signature(candidate, comparison, probed)) == str(signature)
+        if probed is None or self.allows(probed):
+            return False
+        found = str(self.signature(candidate, comparison, probed))
+        if found != str(signature):  # another origin, class or wrong side: another cause
+            self.moved[found] += 1
+            return False
+        return True
 
     def allows(self, probed: _Probed) -> bool:
         """Whether the first top-level op of main whose values differ between the sides
@@ -180,6 +192,10 @@ class Triage:
         if flushing is not None:
             return Signature("divergence", "subnormal",
                              gist=f"{flushing.label} flushes subnormals to zero")
+        origin = self.origin(candidate, probed.inputs)
+        if origin is not None:
+            return Signature("divergence", _class_at(origin), origin.op,
+                             wrong=self.wrong(origin.judgement))
         # where the op's results are not floats (a comparison, a conversion to integers),
         # any difference of the floats before it can flip them: the first one is the start
         stepped = T.element_type(np.asarray(probed.values[0][k]).dtype).kind \
@@ -193,6 +209,28 @@ class Triage:
         return Signature("divergence", "shape" if report.problem else
                          class_of(report.first[0].actual, report.first[0].expected),
                          probed.written[k])
+
+    def origin(self, candidate: Computation, inputs: list):
+        """Where the difference of `candidate` is born, with the arbiter's judgement there
+        (hlogen.differential.origin); None where it finds none."""
+        def run(side, module, args):
+            return self.children.run(side.backend, module, args, side.xla_options,
+                                     self.run_seconds)
+        try:
+            return find_origin(candidate, inputs, *self.sides, self.tolerance, runner=run)
+        except (HlogenError, ir.MLIRError):  # (an op origin cannot run alone: no origin,
+            return None                      # the triage's own probing names the op)
+
+    def wrong(self, judgement) -> str:
+        """Who exact math finds wrong: "SIDE wrong", "allowed (CLASS)", "undetermined"."""
+        verdict = None if judgement is None else Verdict(judgement.verdict)
+        if verdict == Verdict.TEST_WRONG:
+            return f"{self.sides[0].label} wrong"
+        if verdict == Verdict.REFERENCE_WRONG:
+            return f"{self.sides[1].label} wrong"
+        if verdict == Verdict.ALLOWED:
+            return f"allowed ({judgement.allowed_class or 'within the accuracy'})"
+        return "undetermined"
 
     def _differing(self, probed: _Probed, differs, before: int | None = None):
         """(index, report) of each probe (before `before`) whose values differ by
@@ -341,6 +379,16 @@ class Triage:
                 Signature(f"error on {side.label}", type(e).__name__, gist=message_gist(str(e))))
 
 
+def _class_at(origin) -> str:
+    """The class of the first element where the origin op's values differ."""
+    a, b = np.asarray(origin.test), np.asarray(origin.reference)
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return "shape"
+    report = compare_arrays(a, b, Tolerance(ulp=0), shown=1)
+    return class_of(report.first[0].actual, report.first[0].expected) if report.first \
+        else "value"
+
+
 def _result_op(candidate: Computation, comparison: Comparison) -> str | None:
     """The op of main that makes the first result that differs; for a parameter returned
     as it is (an op wrote over it), the ops of a module of at most _TINY ops."""
@@ -353,21 +401,39 @@ def _result_op(candidate: Computation, comparison: Comparison) -> str | None:
     return " and ".join(ops) if 0 < len(ops) <= _TINY else None
 
 
+def _plain(ulps):
+    """A number of ULPs as JSON holds it (None where a side's is unknown; an infinity or
+    a NaN as a string)."""
+    if ulps is None or isinstance(ulps, (bool, int)):
+        return ulps
+    ulps = float(ulps)
+    return ulps if np.isfinite(ulps) else str(ulps)
+
+
 def _last_words(message: str) -> str:
     """What a dead child said last (XLA's check), without the module's name."""
     return message.split("while running it: ", 1)[-1]
 
 
 def reduce_finding(program: Computation, interest: Interest, signature: Signature, where: str,
-            seed: int, seconds: float, fuzzer: Triage, progress):
+            seed: int, seconds: float, fuzzer: Triage, progress, interrupted_by: tuple = ()):
     """(the Finding, its Reduction), or None when the difference does not show again.
     The reduction keeps the signature (a divergence's, Divergence.keeps; an error's
     message, numbers aside)."""
+    fuzzer.moved.clear()
     try:
         reduced = reduce_with(interest.inputs.tagged(program), interest, seed=seed,
-                              timeout=seconds, progress=progress)
-    except InputError:  # a difference that comes and goes
+                              timeout=seconds, progress=progress,
+                              interrupted_by=interrupted_by)
+    except InputError:  # a difference that comes and goes, or a cause that does not stay
+        if fuzzer.moved:
+            return f"origin not kept (seen again as {fuzzer.moved.most_common(1)[0][0]})"
         return None
+    note = None
+    if fuzzer.moved:  # what the reduction left, to keep the cause
+        other, times = fuzzer.moved.most_common(1)[0]
+        note = (f"{sum(fuzzer.moved.values())} candidate(s) not taken: another origin, class "
+                f"or wrong side (most often, {times}: {other})")
     if isinstance(interest, Divergence):
         try:
             message = interest.compare(reduced.computation, reduced.inputs).text()
@@ -378,9 +444,17 @@ def reduce_finding(program: Computation, interest: Interest, signature: Signatur
     ops = sorted({op.name for op in mlir.walk(reduced.computation.module)
                   if op.name not in _NOT_SIGNED})
     search = reduced.search
-    return Finding(str(signature), signature.kind, signature.difference, signature.at,
-                   signature.gist, ops, where, message, "", None, None, search.op_count,
-                   search.original_op_count, round(search.seconds, 3),
-                   search.timed_out), reduced
+    finding = Finding(str(signature), signature.kind, signature.difference, signature.at,
+                      signature.gist, ops, where, message, "", None, None, search.op_count,
+                      search.original_op_count, round(search.seconds, 3), search.timed_out,
+                      wrong=signature.wrong, note=note)
+    if isinstance(interest, Divergence) and signature.at is not None:
+        origin = fuzzer.origin(reduced.computation, reduced.inputs)
+        judgement = None if origin is None else origin.judgement
+        if judgement is not None:
+            finding.verdict = Verdict(judgement.verdict).value
+            finding.reason, finding.exact = judgement.reason, list(judgement.exact)
+            finding.ulps = {k: _plain(v) for k, v in judgement.ulps.items()}
+    return finding, reduced
 
 

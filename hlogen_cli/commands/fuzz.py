@@ -14,7 +14,7 @@ from hlogen_cli.options import (SEED_OPTION, output_option, refuse, side_options
                                 tolerance_options)
 from hlogen_cli.sides import sides_of
 from hlogen_cli.progress import Line
-from hlogen_cli.reporting import reports_errors
+from hlogen_cli.reporting import Stopped, reports_errors
 
 
 @click.command()
@@ -70,7 +70,9 @@ def command(sides, seconds, programs, seed, large_range, output, corpus, ops, ma
     difference the spec allows (a sum in another order, the bits of a NaN) is none.
     DIR keeps one reproducer per signature, the command that shows it,
     summary.json and junit.xml. Exit status 1 when a signature not already in DIR's
-    summary was found, 0 otherwise."""
+    summary was found, 0 otherwise; Ctrl-C, SIGTERM or SIGHUP write summary.json and
+    junit.xml of what was found so far (a reduction under way as far as it got), then exit
+    130, 143 or 129."""
     refuse(tolerance.refusals())
     test, reference = sides_of(sides)
     line = Line()
@@ -82,8 +84,11 @@ def command(sides, seconds, programs, seed, large_range, output, corpus, ops, ma
                       element_types=[t for t in element_types.split(",") if t],
                       large_range=large_range, **tolerance.keywords(),
                       reduce_seconds=reduce_timeout, run_seconds=run_timeout,
-                      programs=programs, progress=line.show)
+                      programs=programs, progress=line.show,
+                      interrupted_by=(Stopped,))  # Ctrl-C, SIGTERM, SIGHUP: what was found is kept
     finally:
         line.clear()
     click.echo(run.text())
+    if run.interrupted is not None:
+        raise run.interrupted  # exit 128 + the signal's number (reporting)
     sys.exit(status.FAILED if run.new else status.SUCCESS)
