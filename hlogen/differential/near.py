@@ -80,14 +80,15 @@ class Tolerance:
 
     def describe(self, element_type: str | None = None) -> str:
         """The rule in words; of a result of `element_type` (a type name, "bf16"), the
-        per-type floor only where it can matter (the types narrower than f32)."""
+        per-type floor where it can matter (the types narrower than f32; to_json says it
+        always)."""
         if self.bitwise or self.exact:
             return self.mode + (" (a NaN equals nothing)" if self.exact else "")
         if self.ulp is not None:
             return f"within {self.min_ulp}..{self.ulp} ULP" if self.min_ulp else \
                 f"within {self.ulp} ULP"
         floor = ", or within the type's ULPs (TYPE_ULPS)" if self.per_type and \
-            element_type not in _WIDE else ""
+            element_type is not None and element_type not in _WIDE else ""
         return f"XLA's Near, abs {self.abs:g} and rel {self.rel:g}{floor}"
 
     @classmethod

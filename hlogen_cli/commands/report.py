@@ -116,7 +116,7 @@ def _findings(path: str, sides: dict, tolerance, inputs) -> list:
     given = input_values.arguments(comp, inputs.random_by_default() if not (
         inputs.specs or inputs.zero) else inputs)
     input_values.check_count(comp, given)
-    return [(comp, given, test, reference, Tolerance(**tolerance.keywords()),
+    return [(comp, given, test, reference, Tolerance.chosen(**tolerance.keywords()),
              {"kind": "divergence", "message": None})]
 
 
@@ -149,7 +149,7 @@ def _of_fuzz(entry: dict, summary: dict, Side, Tolerance, module: str | None = N
         side = summary[which]
         sides.append(Side.of(("hlo:" if side.get("through_hlo") else "") + side["backend"],
                              side.get("xla_options") or None))
-    tolerance = Tolerance(**{k: summary["tolerance"][k] for k in ("abs", "rel", "ulp", "bitwise")
+    tolerance = Tolerance(**{k: summary["tolerance"][k] for k in ("abs", "rel", "ulp", "bitwise", "per_type")
                              if k in summary["tolerance"]})
     kind = "divergence" if entry["kind"] == "divergence" else entry["kind"]
     return (comp, given, sides[0], sides[1], tolerance,
