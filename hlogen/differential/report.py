@@ -23,12 +23,15 @@ import textwrap
 import numpy as np
 from jaxlib.mlir import ir
 
+from hlogen import backends
 from hlogen import types as T
+from hlogen.differential import origin as origins
 from hlogen.computation import Computation
 from hlogen.differential.comparison import Side, compare
 from hlogen.differential.isolated import Children
 from hlogen.differential.near import Tolerance, compare_arrays, ulp_distance
 from hlogen.errors import HlogenError
+from hlogen.loading import load
 from hlogen.runtime.execution import prepare
 
 SHOWN = 8  # differing elements a report lists (the arbiter judges as many)
@@ -428,7 +431,6 @@ def _reference_module(report: Report, computation: Computation) -> None:
     for the interpreter (a CHLO op it lacks, decomposed)."""
     if report.reference.declared.compiles:
         return
-    from hlogen.loading import load
     shown = computation if report.alone is None else load(report.alone)
     text = shown.as_text()
     try:
@@ -456,7 +458,6 @@ def _judge(report: Report, computation, inputs, test, reference, tolerance) -> N
     difference, the reproducer is of the op alone on those values (what a maintainer
     wants); where it shows only in its module (a rewrite across ops), of the module, the
     exact values given where the op makes the result that differs."""
-    from hlogen.differential import origin as origins
     try:
         found = origins.find_origin(computation, inputs, test, reference, tolerance)
     except (HlogenError, ir.MLIRError):  # (an op origin cannot run alone: not judged)
@@ -546,7 +547,6 @@ def _distance(v, target):
 
 
 def _backend(side: Side):
-    from hlogen import backends
     return backends.get(side.backend)
 
 

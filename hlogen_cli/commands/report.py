@@ -68,8 +68,8 @@ def _bisected(computation, inputs, test, reference, tolerance):
     """bisect's verdict, where the test side compiles (None where it cannot say)."""
     if not test.declared.compiles:
         return None
-    from hlogen import differential
-    from hlogen.errors import HlogenError
+    from hlogen import differential  # (start-up: it imports jax)
+    from hlogen.errors import HlogenError  # (start-up: it imports jax)
     try:
         return differential.bisect(computation, inputs, test, reference, **_keywords(tolerance))
     except HlogenError:
@@ -84,7 +84,7 @@ def _keywords(tolerance) -> dict:
 def _findings(path: str, sides: dict, tolerance, inputs) -> list:
     """(computation, inputs, test, reference, tolerance, {"kind", "message"}) of each
     finding FINDING names."""
-    from hlogen.differential import Side, Tolerance
+    from hlogen.differential import Side, Tolerance  # (start-up: it imports jax)
     if os.path.isdir(path):
         summary = _summary(path)
         if summary is None:
@@ -135,7 +135,7 @@ def _summary(folder: str) -> dict | None:
 
 def _of_fuzz(entry: dict, summary: dict, Side, Tolerance, module: str | None = None) -> tuple:
     """A fuzz finding: its module and inputs, the run's sides and rule, what differed."""
-    from hlogen import loading
+    from hlogen import loading  # (start-up: it imports jax)
     module = module or entry["module"]
     if not os.path.exists(module):
         raise InputError(f"{module}: the finding's module (of {SUMMARY}) is not there")
