@@ -38,7 +38,7 @@ import time
 
 import numpy as np
 
-from hlogen import dynamism, native
+from hlogen import dynamism, native, sharding
 from hlogen.backends import Backend
 from hlogen.computation import Computation
 from hlogen.errors import ExecutionError, InputError, UnsupportedError
@@ -100,9 +100,11 @@ def check_flags(flags: tuple) -> None:
 
 
 def compile(computation: Computation, backend: Backend, disk_cache=None, num_replicas: int = 1,
-            xla_options: tuple = ()) -> "IreeExecutable":
+            xla_options: tuple = (), num_partitions: int | None = None) -> "IreeExecutable":
     """IREE's executable of `computation` (hlogen.runtime's table row). XLA's options are
-    refused: IREE's own flags go in the backend's name (iree[--iree-opt-level=O2])."""
+    refused: IREE's own flags go in the backend's name (iree[--iree-opt-level=O2]). A
+    sharded module runs as its global program (hlogen.sharding), as on the interpreter;
+    a shard_map one is refused (its body is per partition)."""
     if xla_options:
         raise UnsupportedError(f"{backend.words} takes no XLA options; its own compiler flags "
                                f"go in the backend's name: iree[--FLAG=VALUE,...]")
@@ -113,7 +115,13 @@ def compile(computation: Computation, backend: Backend, disk_cache=None, num_rep
         raise UnsupportedError(f"backend {backend.name!r} cannot be used: iree-compile is not "
                                f"found (install hlogen[iree])")
     check_flags(backend.flags)
-    return IreeExecutable(computation, backend, disk_cache)
+    where = computation.source or computation.name
+    partitioning = sharding.partitions_to_compile(computation.module, num_partitions, where)
+    if partitioning is not None:
+        computation = sharding.global_program(computation, backend.words)
+    exe = IreeExecutable(computation, backend, disk_cache)
+    exe.partitioning = partitioning
+    return exe
 
 
 class IreeExecutable:
@@ -123,6 +131,13 @@ class IreeExecutable:
     num_replicas = 1
     local_replicas = [0]
     devices: list = []  # it runs in a worker process, on the host
+    partitioning = None  # hlogen.sharding's facts of a sharded module (run as its global program)
+
+    def how_it_runs(self) -> str:
+        if self.partitioning is None:
+            return ""
+        return (f"the global program of a module sharded {self.partitioning.num_partitions} "
+                f"ways, unpartitioned (its sharding annotations dropped)")
 
     def __init__(self, computation: Computation, backend: Backend, disk_cache=None):
         check_signature(computation)
