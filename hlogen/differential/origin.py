@@ -91,16 +91,20 @@ class Origin:
         if j is not None:
             said.append(f"verdict: {_text(j.verdict)}: {j.reason}")
         if self.amplified_by:
-            said.append("amplified by " + ", ".join(
-                f"{a.op}" + (f" (line {a.line})" if a.line else "")
-                + f" ({_ulps_text(a.ulps_in)} -> {_ulps_text(a.ulps_out)} ULP)"
-                for a in self.amplified_by[:_SHOWN_AMPLIFIERS])
-                + (f", and {len(self.amplified_by) - _SHOWN_AMPLIFIERS} more"
-                   if len(self.amplified_by) > _SHOWN_AMPLIFIERS else ""))
+            said.append("amplified by " + _amplifiers(self.amplified_by, "({} -> {} ULP)"))
         return "; ".join(said)
 
     def __str__(self) -> str:
         return self.text()
+
+
+def _amplifiers(amplified_by, ulps: str) -> str:
+    """The first amplifiers in words (op, line, the ULPs in and out as `ulps` formats them)."""
+    shown = [f"{a.op}" + (f" (line {a.line})" if a.line else "") + " "
+             + ulps.format(_ulps_text(a.ulps_in), _ulps_text(a.ulps_out))
+             for a in amplified_by[:_SHOWN_AMPLIFIERS]]
+    more = len(amplified_by) - _SHOWN_AMPLIFIERS
+    return ", ".join(shown) + (f", and {more} more" if more > 0 else "")
 
 
 def find_origin(computation: Computation, inputs, test, reference,
@@ -335,12 +339,8 @@ class Finding:
                         + (f" (errors in ULPs: {ulps})" if ulps else "")
                         + (f"; exact: {', '.join(j.exact[:3])}" if j.exact else ""))
         if o.amplified_by:
-            said.append("  amplified by (each only passes the difference on): " + ", ".join(
-                f"{a.op}" + (f" (line {a.line})" if a.line else "")
-                + f" {_ulps_text(a.ulps_in)} -> {_ulps_text(a.ulps_out)} ULP"
-                for a in o.amplified_by[:_SHOWN_AMPLIFIERS])
-                + (f", and {len(o.amplified_by) - _SHOWN_AMPLIFIERS} more"
-                   if len(o.amplified_by) > _SHOWN_AMPLIFIERS else ""))
+            said.append("  amplified by (each only passes the difference on): "
+                        + _amplifiers(o.amplified_by, "{} -> {} ULP"))
         return "\n".join(said)
 
 
