@@ -28,7 +28,7 @@ COMMANDS = {
     "compile": ("compile", "Compile IN with XLA: its optimized HLO, a compiled file, its cost "
                            "analysis."),
     "check": ("check", "Run StableHLO conformance files"),
-    "compare": ("compare", "Run IN on two backends and compare the results by XLA's rule."),
+    "compare": ("compare", "Run IN on two backends (or three) and compare the results by XLA's rule."),
     "bisect": ("bisect", "Find the compiler stage that makes the test side differ from the "
                          "reference."),
     "graph": ("graph", "Draw a module as a graph: DOT, SVG or one HTML page."),

@@ -54,7 +54,9 @@ def test_each_command_as_a_process(tmp_path, env):
     compiled = hlogen("compile", str(tmp_path / "d.mlirbc"), "--cost", env=env)
     assert compiled.returncode == 0 and "flops: " in compiled.stdout
     info = hlogen("cache", "info", env=env)
-    assert info.returncode == 0 and "valid: 1" in info.stdout  # run and compile shared one entry
+    # two entries: run --check-interpret gives XLA the module as written (what jax would
+    # give it, issue 35), compile hlogen's legalized form
+    assert info.returncode == 0 and "valid: 2" in info.stdout
     assert hlogen("samples", env=env).stdout.count("\n") > 20
     devices = hlogen("devices", env=env)
     assert devices.returncode == 0 and devices.stdout.startswith("cpu: ")

@@ -36,8 +36,9 @@ def test_the_report_is_json_and_text():
     as_json = json.loads(json.dumps(found.to_json(), allow_nan=False))
     assert as_json["ok"] is False and as_json["test"]["xla_options"] == {
         "xla_cpu_enable_fast_math": False}
+    # the default rule: Near, and a floor of ULPs per element type (near.Tolerance.chosen)
     assert as_json["tolerance"] == {"mode": "near", "abs": 1e-3, "rel": 1e-3, "ulp": None,
-                                    "min_ulp": 0}
+                                    "min_ulp": 0, "per_type": True}
     (iteration,) = as_json["iterations"]
     assert iteration["seed"] is None and iteration["results"][0]["first"][0]["expected"] == "inf"
     text = found.text()
