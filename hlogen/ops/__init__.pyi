@@ -16,23 +16,31 @@ def after_all(tokens):
     """AfterAll(tokens): a token that follows every one of `tokens` (one or more)."""
 
 
-def all_gather(operand, all_gather_dim, shard_count, replica_groups=None, channel_id=None):
+def all_gather(
+        operand, all_gather_dim, shard_count, replica_groups=None, channel_id=None,
+        use_global_device_ids=False):
     """AllGather: the operands of a group's replicas concatenated along all_gather_dim, in
     the group's order; shard_count is the size of each group (the number of replicas when
     replica_groups is empty)."""
 
 
-def all_reduce(operand, computation, replica_groups=None, channel_id=None):
+def all_reduce(
+        operand, computation, replica_groups=None, channel_id=None, use_global_device_ids=False):
     """AllReduce: every replica of a group gets `computation` (T, T -> T) folded over the
     group's operands. `operand` is an array, a tuple-shaped Op or a list of arrays (of one
     element type): each element is reduced, and the result has the operand's form.
-    `replica_groups` None or []: every replica, one group."""
+    `replica_groups` None or []: every replica, one group. With a channel_id, the groups
+    name replicas and every partition joins (cross_replica_and_partition); with
+    use_global_device_ids too, they name devices (flattened_ids)."""
 
 
-def all_to_all(operand, split_dimension, concat_dimension, split_count, replica_groups=None):
+def all_to_all(
+        operand, split_dimension, concat_dimension, split_count, replica_groups=None,
+        channel_id=None):
     """AllToAll: each replica splits its operand along split_dimension into split_count
     blocks and sends block i to the i-th replica of its group, which concatenates the blocks
-    it receives along concat_dimension in the group's order."""
+    it receives along concat_dimension in the group's order. With a channel_id the groups
+    name partitions (cross_partition)."""
 
 
 def and_(lhs, rhs, broadcast_dimensions=()):
@@ -106,9 +114,10 @@ def collapse(operand, dimensions):
     one."""
 
 
-def collective_permute(operand, source_target_pairs):
+def collective_permute(operand, source_target_pairs, channel_id=None):
     """CollectivePermute: for each (source, target) pair, the target replica gets the source
-    replica's operand; replicas that are no target get zeros."""
+    replica's operand; replicas that are no target get zeros. With a channel_id the pairs
+    name partitions (cross_partition)."""
 
 
 def complex(lhs, rhs, broadcast_dimensions=()):
@@ -401,7 +410,7 @@ def reduce_precision(operand, exponent_bits, mantissa_bits):
 
 def reduce_scatter(
         operand, computation, scatter_dimension, shard_count, replica_groups=None,
-        channel_id=None):
+        channel_id=None, use_global_device_ids=False):
     """ReduceScatter: AllReduce, then the result split along scatter_dimension into
     shard_count blocks, the i-th replica of each group getting block i. A tuple (or list)
     operand is reduce-scattered element by element."""
