@@ -33,8 +33,9 @@ demo: $(STAMP)
 	$(HLOGEN) run samples/computations.py --function softmax --check-interpret \
 		--input 2x4xf32=1,2,3,4,0,0,0,10
 
+# one pytest worker per core, at most 4 (the suite passes in 2 workers in 14 minutes on 2 cores)
 test: $(STAMP)
-	$(PY) -m pytest tests
+	$(PY) -m pytest tests -n auto --maxprocesses 4
 
 # IREE as a backend (the extra hlogen[iree], about 480 MB: not in the test extra, so `make
 # test` skips its tests): installs the extra into .venv, runs the tests marked iree, then
