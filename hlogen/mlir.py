@@ -29,6 +29,26 @@ _locations: dict = {}
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
+def per_module(kept: int):
+    """A decorator: `function(module)` computed once per module object, for the last
+    `kept` modules (a pass over a module is asked for again by each step that runs it;
+    modules are not hashable, and identity is what is asked)."""
+    def decorate(function):
+        read: list = []
+
+        def remembered(module):
+            for module_seen, found in read:
+                if module_seen is module:
+                    return found
+            found = function(module)
+            read.insert(0, (module, found))
+            del read[kept:]
+            return found
+        remembered.__doc__, remembered.__name__ = function.__doc__, function.__name__
+        return remembered
+    return decorate
+
+
 def context() -> ir.Context:
     """The process-wide MLIR context with the StableHLO, CHLO and func dialects (and the
     reference interpreter's, whose run_parallel runs replicas)."""

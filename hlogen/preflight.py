@@ -118,18 +118,9 @@ class Inventory:
 # that `is` identifies them): loading and then preparing one module walks it once. Modules
 # that passes change are clones (hlogen.passes), not these. Two: a run checks the module
 # it was given and the one it prepared from it; more would keep large modules alive.
-_inventories: list = []
-_INVENTORIES_KEPT = 2
-
-
+@mlir.per_module(kept=2)
 def inventory(module: ir.Module) -> Inventory:
-    for kept, found in _inventories:
-        if kept is module:
-            return found
-    found = Inventory(module)
-    _inventories.insert(0, (module, found))
-    del _inventories[_INVENTORIES_KEPT:]
-    return found
+    return Inventory(module)
 
 
 def _check_nesting(op, where: str) -> None:

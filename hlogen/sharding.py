@@ -81,20 +81,11 @@ def _int(attributes, name: str) -> int | None:
 
 # what the last modules read say (kept alive with them, so that `is` identifies them):
 # every compile asks, before its cache of executables is looked at
-_read: list = []
-_READ_KEPT = 4
-
-
+@mlir.per_module(kept=4)
 def of_module(module: ir.Module) -> Partitioning | None:
     """What `module` says of its partitions, or None where it runs on one device (no
     partition count above 1, no mesh, no sharding over devices)."""
-    for kept, found in _read:
-        if kept is module:
-            return found
-    found = _of_module(module)
-    _read.insert(0, (module, found))
-    del _read[_READ_KEPT:]
-    return found
+    return _of_module(module)
 
 
 def _of_module(module: ir.Module) -> Partitioning | None:

@@ -302,18 +302,23 @@ def foldable(module: ir.Module) -> list:
     return found
 
 
-def op_alone(op: ir.Operation, parameters: bool = False) -> ir.Module:
-    """A module whose main returns what `op` computes from its operands: copies of their
-    constants, or (`parameters`) main's parameters, one per operand."""
+def new_main(inputs: list, outputs: list) -> tuple[ir.Module, ir.Block]:
+    """A new module with an empty `main` of these parameter and result types, and the
+    block to fill (its arguments the parameters; a func.return still to add)."""
     module = ir.Module.create()
-    types = list(op.results.types)
-    inputs = [v.type for v in op.operands] if parameters else []
     with ir.InsertionPoint(module.body):
         function = ir.Operation.create(
             "func.func", regions=1, attributes={
                 "sym_name": ir.StringAttr.get("main"),
-                "function_type": ir.TypeAttr.get(ir.FunctionType.get(inputs, types))})
-    block = function.regions[0].blocks.append(*inputs)
+                "function_type": ir.TypeAttr.get(ir.FunctionType.get(inputs, outputs))})
+    return module, function.regions[0].blocks.append(*inputs)
+
+
+def op_alone(op: ir.Operation, parameters: bool = False) -> ir.Module:
+    """A module whose main returns what `op` computes from its operands: copies of their
+    constants, or (`parameters`) main's parameters, one per operand."""
+    inputs = [v.type for v in op.operands] if parameters else []
+    module, block = new_main(inputs, list(op.results.types))
     with ir.InsertionPoint(block):
         operands = list(block.arguments) if parameters else \
             [mlir.defining_op(v).clone().result for v in op.operands]

@@ -38,7 +38,7 @@ from hlogen import types as T
 from hlogen.computation import Computation
 from hlogen.differential import arbiter
 from hlogen.differential.comparison import Side
-from hlogen.differential.edits import op_alone
+from hlogen.differential.edits import new_main, op_alone
 from hlogen.differential.near import Tolerance, compare_arrays, ulp_distance
 from hlogen.errors import HlogenError
 
@@ -515,15 +515,8 @@ def _alone_batch(ops: list) -> Computation:
     """One module whose main runs each of `ops` alone: its operands as parameters (in
     order, op after op), its results returned (in order)."""
     with mlir.context(), ir.Location.unknown():
-        module = ir.Module.create()
-        inputs = [v.type for op in ops for v in op.operands]
-        outputs = [t for op in ops for t in op.results.types]
-        with ir.InsertionPoint(module.body):
-            function = ir.Operation.create(
-                "func.func", regions=1, attributes={
-                    "sym_name": ir.StringAttr.get("main"),
-                    "function_type": ir.TypeAttr.get(ir.FunctionType.get(inputs, outputs))})
-        block = function.regions[0].blocks.append(*inputs)
+        module, block = new_main([v.type for op in ops for v in op.operands],
+                                 [t for op in ops for t in op.results.types])
         returned, at = [], 0
         with ir.InsertionPoint(block):
             for op in ops:
