@@ -72,9 +72,10 @@ def test_a_run_past_its_timeout_is_stopped_exit_1(sort_forever):
     start = time.monotonic()
     result = CliRunner().invoke(main, ["run", *sort_forever, "--timeout", "2"], catch_exceptions=False)
     assert result.exit_code == 1, result.output
-    assert result.output == (f"error: {sort_forever[0]}: not done after --timeout 2 s (running "
-                             f"on cpu): stopped\n")
-    assert time.monotonic() - start < 10
+    # (on a loaded machine the 2 s may end while XLA still compiles: the message says which)
+    assert result.output in (f"error: {sort_forever[0]}: not done after --timeout 2 s ({doing}): "
+                             f"stopped\n" for doing in ("running on cpu", "compiling for cpu"))
+    assert time.monotonic() - start < 60  # (a guard: the sort alone takes minutes)
 
 
 def test_a_long_run_shows_a_spinner_on_a_terminal(sort_forever):
