@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 HLOGEN := $(VENV)/bin/hlogen
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup demo test docs fuzz bench clean lint-imports lint test-iree
+.PHONY: setup demo test test-long docs fuzz bench clean lint-imports lint test-iree
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -36,6 +36,10 @@ demo: $(STAMP)
 # one pytest worker per core, at most 4 (the suite passes in 2 workers in 14 minutes on 2 cores)
 test: $(STAMP)
 	$(PY) -m pytest tests -n auto --maxprocesses 4
+
+# the tests marked long (tests/conftest.py's LONG: end-to-end runs of 25 s or more each)
+test-long: $(STAMP)
+	$(PY) -m pytest tests -m long -n auto --maxprocesses 4
 
 # IREE as a backend (the extra hlogen[iree], about 480 MB: not in the test extra, so `make
 # test` skips its tests): installs the extra into .venv, runs the tests marked iree, then
