@@ -452,19 +452,18 @@ class ShardedPlacement:
         self.replicated = len(copies) == len(self._slot) - 1 > 0
         # Devices holding copies of one slice, on the CPU: the copies alias one host array
         # (PJRT's CPU client aliases an aligned numpy array rather than copy it per device)
-        self.shares_copies = bool(copies) and devices[0].platform == "cpu"
+        self.shares_copies = (bool(copies) and devices[0].platform == "cpu"
+                              and self.aval.size * self.dtype.itemsize >= _STAGED_FROM)
 
     def host_array(self, array):
-        """`array` as it is put on the devices: where devices hold copies of one slice on
-        the CPU and `array` is a numpy array PJRT would copy (not aligned to _ALIGNMENT,
-        or not contiguous), one aligned copy of it, which every device then aliases
-        instead of copying it once each. XLA never writes into a parameter it was not
-        given to donate, and PJRT's CPU client donates no buffer that aliases host memory
-        (it gives the result new memory: tests/test_sharded.py runs one), so the devices
-        cannot clobber each other's copy; nothing else holds this one. Other arrays as
-        they are."""
-        if (not self.shares_copies or type(array) is not np.ndarray
-                or array.nbytes < _STAGED_FROM or _aliased(array)):
+        """`array` as it is put on the devices. Where devices hold copies of one slice on
+        the CPU (shares_copies) and `array` is a numpy array PJRT would copy (not aligned
+        to _ALIGNMENT, or not contiguous): one aligned copy, which every device then
+        aliases instead of copying it once each. Safe: XLA writes into a parameter only
+        when it is donated, and PJRT's CPU client gives the result new memory when the
+        donated buffer aliases host memory (tests/test_sharded.py runs one), so no device
+        clobbers another's copy; nothing else holds this one. Other arrays as they are."""
+        if not self.shares_copies or type(array) is not np.ndarray or _aliased(array):
             return array
         return aligned_copy(array)
 
