@@ -477,14 +477,14 @@ class ShardedPlacement:
 
     def get(self, array) -> tuple[np.ndarray, tuple | None]:
         """The global numpy array of jax Array `array`, and (device, device) of two copies
-        of one slice that differ (the first copy in device order that differs from the
-        first device's), or None."""
+        of one slice that differ (of the shards in order, the first copy that differs from
+        its slice's first), or None."""
         shards = array.addressable_shards
         if len(shards) == 1:
             return np.asarray(shards[0].data), None
         out = None if self.replicated else np.empty(self.shape, self.dtype)
-        held, copies_of = {}, {}  # first device -> its data; -> [(device, data)] of copies
-        for shard in shards:
+        held, copies_of = {}, {}  # first device -> its data; -> [(shard's place, device, data)]
+        for place, shard in enumerate(shards):
             index, copies = self._slot[shard.device]
             data = np.asarray(shard.data)  # on the CPU a view of the device's buffer
             if copies is None:
@@ -494,24 +494,19 @@ class ShardedPlacement:
                 else:
                     out[index] = data
             else:
-                copies_of.setdefault(copies, []).append((shard.device, data))
-        differ = None
+                copies_of.setdefault(copies, []).append((place, shard.device, data))
+        differ = []  # (place, first device, device) of the first copy that differs, per slice
         for first, copies in copies_of.items():
-            at = _first_differing(held[first], [data for _, data in copies])
+            at = _first_differing(held[first], [data for _, _, data in copies])
             if at is not None:
-                found = (first, copies[at][0])
-                differ = found if differ is None else min(differ, found, key=self._order)
-        return out, differ
-
-    def _order(self, pair):
-        """Where the copy of `pair` comes in device order (get reports the first)."""
-        return list(self._slot).index(pair[1])
+                differ.append((copies[at][0], first, copies[at][1]))
+        return out, (min(differ, key=lambda found: found[0])[1:] if differ else None)
 
 
 # PJRT's CPU client aliases a numpy array whose data starts at a multiple of this (XLA's
 # cpu_function_runtime::MinAlign) and copies any other
 _ALIGNMENT = 64
-# Below this many bytes, copying per device costs no more than one aligned copy
+# Below this many bytes, a copy per device costs little: such arguments are put as they are
 _STAGED_FROM = 1 << 16
 # Copies are compared this many bytes at a time, every copy against the first's chunk
 # while it is in the cache: each copy's bytes are read once, the first's once in all
@@ -549,7 +544,7 @@ _memcmp = _libc_memcmp()
 
 def _first_differing(first: np.ndarray, copies: list) -> int | None:
     """The index of the first of `copies` whose bytes differ from `first`'s, or None."""
-    if _memcmp is None:
+    if _memcmp is None or any(c.nbytes != first.nbytes for c in copies):  # (memcmp reads n)
         return next((i for i, c in enumerate(copies) if not _same_bytes(first, c)), None)
     first = np.ascontiguousarray(first)
     copies = [np.ascontiguousarray(c) for c in copies]  # kept alive while compared
