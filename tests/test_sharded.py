@@ -197,6 +197,94 @@ def test_replicated_copies_that_differ_are_an_error():
     assert placement.get(apart)[1] == (devices[0], devices[1])
 
 
+def _unaligned(values: np.ndarray) -> np.ndarray:
+    """A copy of `values` whose data starts 16 bytes past a multiple of 64 (numpy's own
+    large arrays do): an array PJRT's CPU client copies rather than aliases."""
+    raw = np.empty(values.nbytes + 128, np.uint8)
+    start = -raw.ctypes.data % 64 + 16
+    out = raw[start:start + values.nbytes].view(values.dtype).reshape(values.shape)
+    out[...] = values
+    return out
+
+
+DONATED = """module @donated attributes {mhlo.num_partitions = 8 : i32} {
+  func.func @main(%x: tensor<65536xf32> {mhlo.sharding = "{replicated}", tf.aliasing_output = 0 : i32})
+      -> (tensor<65536xf32> {mhlo.sharding = "{replicated}"}) {
+    %one = stablehlo.constant dense<1.0> : tensor<65536xf32>
+    %y = stablehlo.add %x, %one : tensor<65536xf32>
+    return %y : tensor<65536xf32>
+  }
+}"""
+
+
+def test_a_replicated_input_is_one_aligned_copy_that_every_cpu_device_aliases():
+    from hlogen.runtime import _jaxlib
+    exe = hg.compile(hg.load(DONATED), "cpu")
+    placement = exe._in[0]
+    x = _unaligned(np.arange(65536, dtype=np.float32))
+    held = placement.put(x)
+    addresses = {shard.data.unsafe_buffer_pointer() for shard in held.addressable_shards}
+    assert len(held.addressable_shards) == 8 and len(addresses) == 1  # not 8 copies
+    assert addresses != {x.ctypes.data}  # hlogen's copy, not the caller's array
+    assert np.asarray(held.addressable_shards[5].data).tobytes() == x.tobytes()
+    # an array PJRT aliases as it is (as jax's own put does) is not copied again
+    aligned = _jaxlib.aligned_copy(x)
+    assert placement.host_array(aligned) is aligned
+
+
+def test_a_donated_replicated_input_the_devices_share_is_not_written_in_place():
+    from hlogen.runtime import _jaxlib
+    exe = hg.compile(hg.load(DONATED), "cpu")
+    x = _unaligned(np.arange(65536, dtype=np.float32))
+    before = x.copy()
+    for _ in range(3):  # through jax's fast path after the first call
+        assert exe(x).tobytes() == (before + 1).tobytes()
+    assert x.tobytes() == before.tobytes()
+    # XLA donates the parameter (input_output_alias); PJRT's CPU client gives the result
+    # new memory where the parameter aliases host memory that all 8 devices read
+    held = exe._in[0].put(x)
+    shared = held.addressable_shards[0].data.unsafe_buffer_pointer()
+    out, = _jaxlib.execute_partitioned(exe._loaded, [held], exe._out)
+    assert held.is_deleted()  # donated
+    assert shared not in {s.data.unsafe_buffer_pointer() for s in out.addressable_shards}
+    value, differ = exe._out[0].get(out)
+    assert differ is None and value.tobytes() == (before + 1).tobytes()
+
+
+@pytest.mark.parametrize("text, copies_per_slice", [
+    ("{replicated}", 8), ("{devices=[2,1,4]<=[8] last_tile_dim_replicate}", 4)])
+def test_copies_that_differ_anywhere_are_found_and_the_first_in_device_order_named(
+        text, copies_per_slice):
+    from hlogen.runtime import _jaxlib
+    exe = hg.compile(hg.load(DONATED), "cpu")
+    devices = exe.devices
+    op_sharding = _jaxlib.xla_client.HloSharding.from_string(text).to_proto()
+    shape = (2, (1 << 20) + 3)  # two of get's chunks per slice, the second of 3 bytes
+    placement = _jaxlib.ShardedPlacement(shape, np.uint8, devices, op_sharding)
+    whole = np.random.default_rng(0).integers(0, 255, shape, dtype=np.uint8)
+    slices = placement.sharding.devices_indices_map(shape)
+
+    def joined(changes):
+        per_device = []
+        for d in devices:
+            data = whole[slices[d]].copy()
+            for device, at in changes:
+                if device == d:
+                    data.reshape(-1)[at] ^= 1
+            per_device.append(_jaxlib.Placement(data.shape, np.uint8, d).put(data))
+        return placement.join(per_device)
+
+    value, differ = placement.get(joined([]))
+    assert differ is None and value.tobytes() == whole.tobytes()
+    last = whole[slices[devices[0]]].size - 1
+    # the last byte of one copy; the first byte of a later copy of the same slice
+    second, third = devices[1], devices[2]
+    assert placement.get(joined([(second, last)]))[1] == (devices[0], second)
+    assert placement.get(joined([(third, 0), (second, last)]))[1] == (devices[0], second)
+    assert placement.get(joined([(devices[7], 0)]))[1] == (devices[8 - copies_per_slice],
+                                                           devices[7])
+
+
 def test_the_documentation(tmp_path, monkeypatch):
     from tests import docs
     from tests.test_cli_readme import fresh_clone, run_session

@@ -448,12 +448,28 @@ class ShardedPlacement:
             key = tuple((s.start, s.stop, s.step) for s in index)
             self._slot[device] = (index, first.setdefault(key, device) if key in first else None)
             first.setdefault(key, device)
-        self.replicated = all(copy is not None for _, copy in list(self._slot.values())[1:]) \
-            and len(self._slot) > 1
+        copies = [c for _, c in self._slot.values() if c is not None]
+        self.replicated = len(copies) == len(self._slot) - 1 > 0
+        # Devices holding copies of one slice, on the CPU: the copies alias one host array
+        # (PJRT's CPU client aliases an aligned numpy array rather than copy it per device)
+        self.shares_copies = (bool(copies) and devices[0].platform == "cpu"
+                              and self.aval.size * self.dtype.itemsize >= _STAGED_FROM)
+
+    def host_array(self, array):
+        """`array` as it is put on the devices. Where devices hold copies of one slice on
+        the CPU (shares_copies) and `array` is a numpy array PJRT would copy (not aligned
+        to _ALIGNMENT, or not contiguous): one aligned copy, which every device then
+        aliases instead of copying it once each. Safe: XLA writes into a parameter only
+        when it is donated, and PJRT's CPU client gives the result new memory when the
+        donated buffer aliases host memory (tests/test_sharded.py runs one), so no device
+        clobbers another's copy; nothing else holds this one. Other arrays as they are."""
+        if not self.shares_copies or type(array) is not np.ndarray or _aliased(array):
+            return array
+        return aligned_copy(array)
 
     def put(self, array):
         """A global numpy array -> one jax Array of its shards, one per device."""
-        return jax.device_put(array, self.sharding)
+        return jax.device_put(self.host_array(array), self.sharding)
 
     def join(self, per_device: list):
         """One array per device (as execute gives them) -> the global jax Array."""
@@ -461,24 +477,85 @@ class ShardedPlacement:
 
     def get(self, array) -> tuple[np.ndarray, tuple | None]:
         """The global numpy array of jax Array `array`, and (device, device) of two copies
-        of one slice that differ, or None."""
+        of one slice that differ (of the shards in order, the first copy that differs from
+        its slice's first), or None."""
         shards = array.addressable_shards
         if len(shards) == 1:
             return np.asarray(shards[0].data), None
         out = None if self.replicated else np.empty(self.shape, self.dtype)
-        held, differ = {}, None
-        for shard in shards:
+        held, copies_of = {}, {}  # first device -> its data; -> [(shard's place, device, data)]
+        for place, shard in enumerate(shards):
             index, copies = self._slot[shard.device]
-            data = np.asarray(shard.data)
+            data = np.asarray(shard.data)  # on the CPU a view of the device's buffer
             if copies is None:
                 held[shard.device] = data
                 if out is None:  # replicated: the first copy is the array (as jax's asarray)
                     out = data
                 else:
                     out[index] = data
-            elif differ is None and not _same_bytes(data, held[copies]):
-                differ = (copies, shard.device)
-        return out, differ
+            else:
+                copies_of.setdefault(copies, []).append((place, shard.device, data))
+        differ = []  # (place, first device, device) of the first copy that differs, per slice
+        for first, copies in copies_of.items():
+            at = _first_differing(held[first], [data for _, _, data in copies])
+            if at is not None:
+                differ.append((copies[at][0], first, copies[at][1]))
+        return out, (min(differ, key=lambda found: found[0])[1:] if differ else None)
+
+
+# PJRT's CPU client aliases a numpy array whose data starts at a multiple of this (XLA's
+# cpu_function_runtime::MinAlign) and copies any other
+_ALIGNMENT = 64
+# Below this many bytes, a copy per device costs little: such arguments are put as they are
+_STAGED_FROM = 1 << 16
+# Copies are compared this many bytes at a time, every copy against the first's chunk
+# while it is in the cache: each copy's bytes are read once, the first's once in all
+_CHUNK = 1 << 20
+
+
+def _aliased(array: np.ndarray) -> bool:
+    """Whether PJRT's CPU client would alias `array` rather than copy it."""
+    return array.flags.c_contiguous and array.ctypes.data % _ALIGNMENT == 0
+
+
+def aligned_copy(array: np.ndarray) -> np.ndarray:
+    """A C-contiguous copy of `array` whose data is aligned to _ALIGNMENT bytes."""
+    raw = np.empty(array.nbytes + _ALIGNMENT, np.uint8)
+    start = -raw.ctypes.data % _ALIGNMENT
+    out = raw[start:start + array.nbytes].view(array.dtype).reshape(array.shape)
+    np.copyto(out, array)
+    return out
+
+
+def _libc_memcmp():
+    """libc's memcmp (several times numpy's comparison of two arrays, which writes an
+    array of booleans first), or None where ctypes finds no C library."""
+    try:
+        memcmp = ctypes.CDLL(None).memcmp
+    except (OSError, AttributeError):
+        return None
+    memcmp.restype, memcmp.argtypes = ctypes.c_int, [ctypes.c_void_p, ctypes.c_void_p,
+                                                    ctypes.c_size_t]
+    return memcmp
+
+
+_memcmp = _libc_memcmp()
+
+
+def _first_differing(first: np.ndarray, copies: list) -> int | None:
+    """The index of the first of `copies` whose bytes differ from `first`'s, or None."""
+    if _memcmp is None or any(c.nbytes != first.nbytes for c in copies):  # (memcmp reads n)
+        return next((i for i, c in enumerate(copies) if not _same_bytes(first, c)), None)
+    first = np.ascontiguousarray(first)
+    copies = [np.ascontiguousarray(c) for c in copies]  # kept alive while compared
+    start, addresses, size = first.ctypes.data, [c.ctypes.data for c in copies], first.nbytes
+    for offset in range(0, size, _CHUNK):
+        n = min(_CHUNK, size - offset)
+        for address in addresses:
+            if _memcmp(start + offset, address + offset, n) != 0:
+                # the first copy that differs anywhere, not the first found in this chunk
+                return next(i for i, c in enumerate(copies) if not _same_bytes(first, c))
+    return None
 
 
 def _same_bytes(a: np.ndarray, b: np.ndarray) -> bool:

@@ -205,6 +205,7 @@ class Executable:
         self._one_plain_result = (len(computation.result_shapes) == 1 and
                                   not isinstance(computation.result_shapes[0], T.TupleShape))
         self._gather = None  # a partitioned executable's results: global arrays from shards
+        self._staged = ()  # the parameters whose numpy arguments are copied once to be aliased
         if partitioning is not None:
             if self._cut is not None:
                 raise UnsupportedError(f"{computation.name}: dynamic dimensions "
@@ -215,8 +216,12 @@ class Executable:
             self._out = [_jaxlib.ShardedPlacement(s.dimensions, s.dtype, devices, o)
                          for s, o in zip(flat_out, outs)]
             self._gather = self._global_results
-            self._dispatch = (_jaxlib.fast_path(computation.name, self._run_and_describe)
-                              if len(flat_in) == len(computation.parameter_shapes) else self._run)
+            if len(flat_in) == len(computation.parameter_shapes):
+                # jax's fast path puts numpy arguments itself, so they are staged before it
+                self._staged = tuple(i for i, p in enumerate(self._in) if p.shares_copies)
+                self._dispatch = _jaxlib.fast_path(computation.name, self._run_and_describe)
+            else:
+                self._dispatch = self._run
             return
         if self.num_replicas > 1:
             if self._cut is not None:
@@ -345,6 +350,9 @@ class Executable:
             if type(a) is np.ndarray and not a.dtype.isnative:
                 args = tuple(native(x) if isinstance(x, np.ndarray) else x for x in args)
                 break
+        if self._staged:  # copies on every device of one slice: one host array they alias
+            args = tuple(self._in[i].host_array(a) if i in self._staged else a
+                         for i, a in enumerate(args))
         # x64 on for this thread during the call: 64-bit arguments stay 64-bit in jax's dispatch
         previous = _swap_x64(True)
         try:
