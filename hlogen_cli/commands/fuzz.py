@@ -76,9 +76,9 @@ def command(sides, seconds, programs, seed, large_range, output, corpus, ops, ma
     DIR keeps one reproducer per signature, the command that shows it,
     summary.json and junit.xml. With --also, where exact math cannot judge the op where
     a divergence is born, a third side's majority names the wrong side. Exit status 1
-    when a signature not already in DIR's summary was found, 0 otherwise; Ctrl-C, SIGTERM or SIGHUP write summary.json and
-    junit.xml of what was found so far (a reduction under way as far as it got), then exit
-    130, 143 or 129."""
+    when a signature not already in DIR's summary was found, 0 otherwise; Ctrl-C,
+    SIGTERM or SIGHUP write summary.json and junit.xml of what was found so far (a
+    reduction under way as far as it got), then exit 130, 143 or 129."""
     refuse(tolerance.refusals() + also_refusals(also, also_flags))
     sides = {**sides, "also": also, "also_flags": also_flags}
     test, reference = sides_of(sides)
