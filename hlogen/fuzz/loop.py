@@ -28,9 +28,11 @@ aside). Its signature names the cause once, as a triager files it (`Signature`):
   probing (every top-level value of main returned and compared,
   hlogen.differential.origin.probed: by the rule, or, where no op differs by it, by 3
   ULP and the relative bound), named as the module writes it (a chlo op, not its
-  decomposition); where that op's values on one side are the other side's with
-  subnormals (of its operands, the op run alone on them, and of its results) made
-  zeros, the cause is the side's flushing of subnormals, whatever the op: one
+  decomposition), and the side exact math finds wrong there (or, where it cannot
+  judge and a third side runs, `also`, the side the two others agree against: "cpu
+  wrong (by majority with iree)", or "all three apart"); where that op's values on one
+  side are the other side's with subnormals (of its operands, the op run alone on them,
+  and of its results) made zeros, the cause is the side's flushing of subnormals, whatever the op: one
   signature. Where no probe differs (probing keeps a compiler from a rewrite), the
   class and the op that makes the first differing result;
 - an error or a crash: the side, the error's class (or the signal) and the gist of its
