@@ -155,3 +155,20 @@ def test_the_page(tmp_path, monkeypatch):
     summary = json.loads((tmp_path / "found" / "summary.json").read_text())
     (finding,) = summary["findings"]
     assert "--also cpu --also-flag xla_disable_hlo_passes=algsimp" in finding["command"]
+
+
+@pytest.mark.iree
+def test_iree_judges_where_exact_math_cannot(tmp_path, children):
+    """The issue's spelling, `compare --reference interpret --also iree`: IREE, a compiler
+    of its own without XLA's simplifier, sides with the interpreter; and the fuzzer's."""
+    pytest.importorskip("iree.runtime")
+    pytest.importorskip("iree.compiler")
+    module = tmp_path / "loop.mlir"
+    module.write_text(LOOP)
+    found = hlogen("compare", module, "--input", "4xf32=[1 100 3 4]", "--reference",
+                   "interpret", "--also", "iree")
+    assert found.exit_code == 1, found.output
+    assert "by majority: the test side cpu is wrong: the reference and the third side iree " \
+           "agree against it" in found.output
+    assert signature_of(children, LOOP, [X], Side.of("iree")) == \
+        "divergence at stablehlo.while (value): cpu wrong (by majority with iree)"
