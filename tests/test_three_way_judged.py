@@ -155,6 +155,10 @@ def test_the_page(tmp_path, monkeypatch):
     summary = json.loads((tmp_path / "found" / "summary.json").read_text())
     (finding,) = summary["findings"]
     assert "--also cpu --also-flag xla_disable_hlo_passes=algsimp" in finding["command"]
+    assert finding["decided_by"] == "majority"
+    report = open(finding["report"]).read()  # NAME.report.md says it under its verdict
+    assert f"**By majority:** cpu wrong (by majority with {THIRD_LABEL}): the two other " \
+           f"sides agree against it" in report
 
 
 @pytest.mark.iree

@@ -252,10 +252,27 @@ def report_text(finding: Finding, reduced, sides: tuple, tolerance: Tolerance) -
         except HlogenError:
             bisected = None
     try:
-        return report_of(reduced.computation, inputs, sides[0], sides[1], tolerance,
+        text = report_of(reduced.computation, inputs, sides[0], sides[1], tolerance,
                          kind=kind, message=finding.message, bisected=bisected).markdown()
+        return _with_third(text, finding)
     except Exception as e:  # (a by-product: it says why it is missing, the run goes on)
         return f"# {finding.signature}\n\nno report: {type(e).__name__}: {e}\n"
+
+
+def _with_third(markdown: str, finding: Finding) -> str:
+    """A report with, under its verdict, what the third side's majority said where exact
+    math could not judge."""
+    wrong = finding.wrong or ""
+    if finding.decided_by != MAJORITY and not wrong.startswith(APART):
+        return markdown
+    said = (f"**By majority:** {wrong}: the two other sides agree against it (exact math "
+            f"could not judge; two sides agreeing is no proof)." if finding.decided_by ==
+            MAJORITY else f"**Third side:** {wrong}: no two sides agree.")
+    head, verdict, rest = markdown.partition("\n**Verdict:**")
+    if not verdict:
+        return f"{markdown.rstrip()}\n\n{said}\n"
+    line, _, rest = rest.partition("\n")
+    return f"{head}{verdict}{line}\n\n{said}\n{rest}"
 
 
 def _keywords(tolerance: Tolerance) -> dict:
