@@ -120,6 +120,23 @@ def xla_flag_option(flag: str = "--xla-flag", dest: str = "xla_flags", whose: st
                              f"field; XLA_FLAGS still sets the others.")
 
 
+def also_options(help: str):
+    """--also BACKEND (a third side, as --test names it) and --also-flag (its own XLA
+    options), given to the command as `also` and `also_flags` (compare's, fuzz's);
+    `also_refusals` checks them."""
+    def decorate(command):
+        command = xla_flag_option("--also-flag", "also_flags",
+                                  "the third side only (over --xla-flag)")(command)
+        return click.option("--also", metavar="BACKEND", shell_complete=completion.backend_names,
+                            help=help)(command)
+    return decorate
+
+
+def also_refusals(also, also_flags) -> list:
+    return [(bool(also_flags) and not also, "--also-flag sets options of the third side: "
+             "name it with --also")]
+
+
 def refuse(refusals) -> None:
     """Raises the first message of (refused, message) pairs that is refused (HlogenError:
     exit 2)."""

@@ -31,9 +31,10 @@ XLA's options themselves are checked and typed by hlogen.runtime.xla_options (wh
 """
 from hlogen.differential.bisection import (EVERY_PASS, STAGES, Verdict, bisect, options_disabling,
                                            search)
-from hlogen.differential.comparison import (HLO_ROUTE, ODD_ONE_OUT, ONE_DEVICE, UNDECIDED,
-                                            Comparison, Iteration, Side, ThreeWay, compare,
-                                            leaf_names, parse_route, run_on, three_way,
+from hlogen.differential.comparison import (EXACT_MATH, HLO_ROUTE, MAJORITY, ODD_ONE_OUT,
+                                            ONE_DEVICE, UNDECIDED, Comparison, Decision,
+                                            Iteration, Side, ThreeWay, compare, leaf_names,
+                                            majority, parse_route, run_on, three_way,
                                             through_hlo)
 from hlogen.differential.hlo_passes import PassLog, parse_log, passes_that_ran
 from hlogen.differential.inputs import Need, constraints, random_inputs, zero_inputs
@@ -48,6 +49,7 @@ __all__ = [
     "random_inputs", "zero_inputs", "constraints", "Need",
     "compare", "run_on", "through_hlo", "leaf_names", "Side", "Comparison", "Iteration", "HLO_ROUTE",
     "ONE_DEVICE", "parse_route", "ThreeWay", "three_way", "ODD_ONE_OUT", "UNDECIDED",
+    "Decision", "majority", "EXACT_MATH", "MAJORITY",
     "passes_that_ran", "parse_log", "PassLog",
     "bisect", "search", "options_disabling", "Verdict", "STAGES", "EVERY_PASS",
     "IsolatedRunner",

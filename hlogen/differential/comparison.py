@@ -222,6 +222,77 @@ def three_way(test_vs_reference: ResultReport, against_test: ResultReport,
     return ThreeWay(against_test, against_reference, ODD_ONE_OUT.get(key, UNDECIDED))
 
 
+def majority(verdicts) -> str:
+    """One verdict for the results a difference reaches: theirs where they all have the
+    same, else UNDECIDED (the results do not name one odd one out together)."""
+    found = set(verdicts)
+    return found.pop() if len(found) == 1 else UNDECIDED
+
+
+# who judges a finding where a third side ran: the arbiter's exact math where it could;
+# where it could not ("undetermined": no exact model of the op), the two sides that agree
+EXACT_MATH, MAJORITY = "exact math", "majority"
+
+
+@dataclasses.dataclass(frozen=True)
+class Decision:
+    """Who is wrong at one finding (hlogen.differential.origin.Finding) of a comparison with
+    a third side: exact math where the arbiter judged; where it could not, the majority of
+    the three sides at the results the finding reaches (`majority` of their verdicts)."""
+
+    verdict: str             # the three-way verdict at the finding's results
+    decided_by: str | None   # EXACT_MATH, MAJORITY, or None: neither could judge
+    wrong: str | None        # "test" or "reference"; None: no side (allowed, or no judge)
+    # exact math names one side wrong, yet that side and the third agree against the
+    # other: two implementations that agree on a wrong value
+    contradicts: bool = False
+
+    @classmethod
+    def of(cls, finding, verdicts: list) -> "Decision":
+        """The decision on `finding` given the three-way verdict of each result of main
+        (`verdicts`, Comparison.verdicts)."""
+        seen = majority([verdicts[i] for i in finding.results if i < len(verdicts)])
+        exact = {"test wrong": "test", "reference wrong": "reference"}.get(finding.verdict)
+        if exact is not None:
+            other = "reference" if exact == "test" else "test"
+            return cls(seen, EXACT_MATH, exact, contradicts=seen == other)
+        if finding.verdict != "undetermined":  # (allowed: exact math says no side is wrong)
+            return cls(seen, EXACT_MATH, None)
+        if seen in ("test", "reference"):
+            return cls(seen, MAJORITY, seen)
+        return cls(seen, None, None)
+
+    def words(self, test: "Side", reference: "Side", third: "Side") -> str:
+        """One line, under the finding's own."""
+        label = {"test": f"the test side {test.label}",
+                 "reference": f"the reference {reference.label}"}
+        other = {"test": "reference", "reference": "test"}
+        if self.decided_by == MAJORITY:
+            return (f"by majority: {label[self.wrong]} is wrong: the {other[self.wrong]} and "
+                    f"the third side {third.label} agree against it (exact math could not "
+                    f"judge; two sides agreeing is no proof)")
+        if self.contradicts:
+            return (f"the third side {third.label} contradicts exact math: it agrees with "
+                    f"{label[self.wrong]}, which exact math finds wrong (two implementations "
+                    f"agreeing on a wrong value)")
+        odd = {"test": "the test side", "reference": "the reference"}
+        if self.verdict in odd:
+            seen = f"it agrees with the {other[self.verdict]} against {odd[self.verdict]}"
+            if self.wrong == self.verdict:
+                return f"the third side {third.label}: {seen}, as exact math does"
+        elif self.verdict == "apart":
+            seen = "all three differ"
+        else:
+            seen = "no majority at the results it reaches"
+        judge = "exact math judged: allowed" if self.decided_by == EXACT_MATH else \
+            "the finding stays undetermined"
+        return f"the third side {third.label}: {seen} ({judge})"
+
+    def to_json(self) -> dict:
+        return {"verdict": self.verdict, "decided_by": self.decided_by, "wrong": self.wrong,
+                "contradicts": self.contradicts}
+
+
 @dataclasses.dataclass
 class Iteration:
     """One run of both sides (and a third, where one was asked for) with one set of
@@ -300,6 +371,8 @@ class Comparison:
             found["third"] = self.third.to_json()
         if self.findings is not None:
             found["findings"] = [f.to_json() for f in self.findings]
+            for record, decision in zip(found["findings"], self.decisions or ()):
+                record["third"] = decision.to_json()
         if self.unexplained:
             found["unexplained"] = self.unexplained
         return found
@@ -310,6 +383,15 @@ class Comparison:
         (ODD_ONE_OUT's values, or UNDECIDED); None without one."""
         last = self.iterations[-1]
         return None if last.third is None else [t.verdict for t in last.third]
+
+    @property
+    def decisions(self) -> list | None:
+        """With a third side and findings: who is wrong at each finding (Decision, in the
+        order of `findings`); None without."""
+        verdicts = self.verdicts
+        if verdicts is None or self.findings is None:
+            return None
+        return [Decision.of(f, verdicts) for f in self.findings]
 
     def text(self) -> str:
         last = self.iterations[-1]
@@ -337,7 +419,10 @@ class Comparison:
                       if not r.ok and seen.verdict != "agree"]
         lines += [f"note: the {which} side: {why}" for which, why in self.fallbacks.items()]
         if self.findings is not None and not self.ok:
-            lines += [f"finding {k}: {f.text()}" for k, f in enumerate(self.findings, 1)] or \
+            decisions = self.decisions or [None] * len(self.findings)
+            lines += [f"finding {k}: {f.text()}" + (
+                f"\n  {d.words(self.test, self.reference, self.third)}" if d else "")
+                for k, (f, d) in enumerate(zip(self.findings, decisions), 1)] or \
                 [f"no finding: {self.unexplained or _NO_ORIGIN}"]
             allowed = sum(f.allowed for f in self.findings)
             if allowed and not self.failed:

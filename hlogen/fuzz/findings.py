@@ -6,14 +6,17 @@ import hashlib
 import json
 import os
 import re
+import shlex
 import xml.etree.ElementTree as ET
 
 from hlogen import files
 from hlogen.differential.bisection import bisect
-from hlogen.differential.comparison import Side
+from hlogen.differential.comparison import EXACT_MATH, MAJORITY, UNDECIDED, Side, compare
 from hlogen.differential.near import Tolerance
 from hlogen.differential.report import report_of
+from hlogen.differential.reproduce import route
 from hlogen.errors import HlogenError, InputError
+from hlogen.runtime import xla_options as options_of
 
 SUMMARY, JUNIT = "summary.json", "junit.xml"
 BISECT_SECONDS = 60  # one compile and run of a report's bisection (a hang ends there)
@@ -25,8 +28,10 @@ class Signature:
     SIDE"), the difference (the class of the difference where it is born, the error's
     class, or the signal), the op where a divergence is born (hlogen.differential.origin),
     the side exact math finds wrong there (`wrong`: "cpu wrong", "interpret wrong", or
-    "undetermined"; hlogen.differential.arbiter), and a gist (an error's message, or what
-    explains a divergence at no op in particular)."""
+    "undetermined"; hlogen.differential.arbiter; where it cannot judge and a third side
+    runs, the majority: "cpu wrong (by majority with iree)", or "all three apart (with
+    iree)": `by_majority`), and a gist (an error's message, or what explains a divergence
+    at no op in particular)."""
 
     kind: str
     difference: str
@@ -65,7 +70,8 @@ class Finding:
     reduce_seconds: float
     timed_out: bool       # the reduction stopped at its time limit
     verdict: str | None = None  # the arbiter's, at the origin (a divergence's)
-    wrong: str | None = None    # "cpu wrong", "interpret wrong", "undetermined"
+    wrong: str | None = None    # "cpu wrong", "interpret wrong", "undetermined"; with a
+    # third side, also "cpu wrong (by majority with iree)", "all three apart (with iree)"
     reason: str | None = None   # the arbiter's, in one sentence
     exact: list | None = None   # the exact values of the differing elements there
     ulps: dict | None = None    # each side's largest error there, in ULPs
@@ -74,8 +80,48 @@ class Finding:
     seen: int = 1         # programs of this run that showed it
     report: str | None = None  # NAME.report.md
 
+    @property
+    def decided_by(self) -> str | None:
+        """Who named the wrong side: "exact math" (the arbiter), "majority" (a third side,
+        where exact math could not), or None (nobody: undetermined, all three apart)."""
+        if self.wrong is None:
+            return None
+        if MAJORITY_WITH in self.wrong:
+            return MAJORITY
+        return EXACT_MATH if self.wrong.endswith(" wrong") or \
+            self.wrong.startswith("allowed") else None
+
     def to_json(self) -> dict:
-        return dataclasses.asdict(self)
+        return {**dataclasses.asdict(self), "decided_by": self.decided_by}
+
+
+# the words of a signature's `wrong` that a third side's majority gave
+MAJORITY_WITH, APART = "by majority with", "all three apart"
+
+
+def by_majority(sides: tuple, third: Side, tolerance: Tolerance, candidate, inputs,
+                of_result: int, children, seconds: float) -> str:
+    """A signature's `wrong` where exact math cannot judge the origin (the arbiter's
+    "undetermined") and a `third` side runs: the three sides run `candidate` on `inputs`
+    (in `children`, each run bounded by `seconds`), and result `of_result`'s verdict
+    (hlogen.differential.comparison.three_way) names the side the two others agree
+    against: "cpu wrong (by majority with iree)"; "all three apart (with iree)" where no
+    two agree; "undetermined" where one agrees with both others, or a side fails."""
+    def run(side, module, args):
+        return children.run(side.backend, module, args, side.xla_options, seconds)
+
+    try:
+        verdicts = compare(candidate, inputs, *sides, tolerance=tolerance, also=third,
+                           runner=run).verdicts
+    except HlogenError:
+        return "undetermined"
+    verdict = verdicts[of_result] if of_result < len(verdicts) else UNDECIDED
+    if verdict in ("test", "reference"):
+        wrong = sides[0] if verdict == "test" else sides[1]
+        return f"{wrong.label} wrong ({MAJORITY_WITH} {third.label})"
+    if verdict == "apart":
+        return f"{APART} (with {third.label})"
+    return "undetermined"
 
 
 @dataclasses.dataclass
@@ -98,6 +144,7 @@ class Fuzzed:
     # differences the spec allows (at the op where they are born), not findings
     findings: list = dataclasses.field(default_factory=list)
     interrupted: BaseException | None = None  # what ended the run early (a signal)
+    third: Side | None = None  # the third side (fuzz's `also`), where one runs
 
     @property
     def new(self) -> list:
@@ -112,7 +159,10 @@ class Fuzzed:
                 "reducing_seconds": round(self.reducing, 3), "skipped": dict(self.skipped),
                 "allowed": dict(self.allowed),
                 "new": len(self.new), "findings": [f.to_json() for f in self.findings],
-                "stopped": None if self.interrupted is None else str(self.interrupted)}
+                "stopped": None if self.interrupted is None else str(self.interrupted),
+                **({"third": self.third.to_json(),
+                    "by_majority": sum(f.decided_by == MAJORITY for f in self.findings)}
+                   if self.third is not None else {})}
 
     def text(self) -> str:
         skipped = ", ".join(f"{n} {why}" for why, n in sorted(self.skipped.items()))
@@ -122,6 +172,9 @@ class Fuzzed:
                  f"{self.from_corpus} from the corpus): {self.agreed} agreed, "
                  f"{len(self.findings)} signature(s) found, {len(self.new)} new"
                  + (f"; allowed by the spec: {allowed}" if allowed else "")
+                 + (f"; third side {self.third.label}: "
+                    f"{sum(f.decided_by == MAJORITY for f in self.findings)} named wrong by "
+                    f"majority" if self.third is not None else "")
                  + (f"; skipped: {skipped}" if skipped else "")
                  + (f"; stopped by {self.interrupted}: partial" if self.interrupted else "")]
         for f in self.findings:
@@ -154,10 +207,11 @@ def _name(signature: str) -> str:
 
 
 def save(outputs: Outputs, finding: Finding, reduced, sides: tuple | None = None,
-         tolerance: Tolerance | None = None) -> None:
+         tolerance: Tolerance | None = None, third: Side | None = None) -> None:
     """The reproducer of `finding`: NAME.mlir, NAME.inputs.npz (when it has inputs), NAME.txt
-    (the signature, the program, what differs, the command), and, given the run's `sides`
-    and `tolerance`, NAME.report.md (hlogen.differential.report: what a maintainer acts on)."""
+    (the signature, the program, what differs, the command: with the `third` side, where
+    its majority named the wrong side), and, given the run's `sides` and `tolerance`,
+    NAME.report.md (hlogen.differential.report: what a maintainer acts on)."""
     name = _name(finding.signature)
     finding.module = outputs.path(f"{name}.mlir")
     outputs.write(f"{name}.mlir", reduced.computation.as_text().encode())
@@ -165,6 +219,10 @@ def save(outputs: Outputs, finding: Finding, reduced, sides: tuple | None = None
         finding.inputs = outputs.path(f"{name}.inputs.npz")
         outputs.write(f"{name}.inputs.npz", reduced.npz())
     finding.command = reduced.command(finding.module, finding.inputs)
+    if third is not None and (finding.decided_by == MAJORITY or
+                              (finding.wrong or "").startswith(APART)):
+        finding.command += " " + shlex.join(["--also", route(third)] + [
+            w for option in third.xla_options for w in ("--also-flag", options_of.text((option,)))])
     outputs.write(f"{name}.txt", "\n".join([
         finding.signature, f"from: {finding.program}",
         f"reduced: {finding.original_op_count} -> {finding.op_count} ops in "
@@ -183,19 +241,38 @@ def report_text(finding: Finding, reduced, sides: tuple, tolerance: Tolerance) -
     kind = "divergence" if finding.kind == "divergence" else finding.kind
     inputs = list(reduced.inputs or [])
     bisected = None
-    # (not where exact math finds the reference wrong: no XLA pass to look for)
-    if kind == "divergence" and sides[0].declared.compiles and \
-            finding.verdict != "reference wrong":
+    # (not where exact math, or a third side's majority, finds the reference wrong: no
+    # XLA pass to look for)
+    reference_wrong = finding.verdict == "reference wrong" or (
+        finding.decided_by == MAJORITY and finding.wrong.startswith(f"{sides[1].label} wrong"))
+    if kind == "divergence" and sides[0].declared.compiles and not reference_wrong:
         try:
             bisected = bisect(reduced.computation, inputs, sides[0], sides[1],
                               **_keywords(tolerance), seconds=BISECT_SECONDS)
         except HlogenError:
             bisected = None
     try:
-        return report_of(reduced.computation, inputs, sides[0], sides[1], tolerance,
+        text = report_of(reduced.computation, inputs, sides[0], sides[1], tolerance,
                          kind=kind, message=finding.message, bisected=bisected).markdown()
+        return _with_third(text, finding)
     except Exception as e:  # (a by-product: it says why it is missing, the run goes on)
         return f"# {finding.signature}\n\nno report: {type(e).__name__}: {e}\n"
+
+
+def _with_third(markdown: str, finding: Finding) -> str:
+    """A report with, under its verdict, what the third side's majority said where exact
+    math could not judge."""
+    wrong = finding.wrong or ""
+    if finding.decided_by != MAJORITY and not wrong.startswith(APART):
+        return markdown
+    said = (f"**By majority:** {wrong}: the two other sides agree against it (exact math "
+            f"could not judge; two sides agreeing is no proof)." if finding.decided_by ==
+            MAJORITY else f"**Third side:** {wrong}: no two sides agree.")
+    head, verdict, rest = markdown.partition("\n**Verdict:**")
+    if not verdict:
+        return f"{markdown.rstrip()}\n\n{said}\n"
+    line, _, rest = rest.partition("\n")
+    return f"{head}{verdict}{line}\n\n{said}\n{rest}"
 
 
 def _keywords(tolerance: Tolerance) -> dict:

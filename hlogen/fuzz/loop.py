@@ -28,9 +28,11 @@ aside). Its signature names the cause once, as a triager files it (`Signature`):
   probing (every top-level value of main returned and compared,
   hlogen.differential.origin.probed: by the rule, or, where no op differs by it, by 3
   ULP and the relative bound), named as the module writes it (a chlo op, not its
-  decomposition); where that op's values on one side are the other side's with
-  subnormals (of its operands, the op run alone on them, and of its results) made
-  zeros, the cause is the side's flushing of subnormals, whatever the op: one
+  decomposition), and the side exact math finds wrong there (or, where it cannot
+  judge and a third side runs, `also`, the side the two others agree against: "cpu
+  wrong (by majority with iree)", or "all three apart"); where that op's values on one
+  side are the other side's with subnormals (of its operands, the op run alone on them,
+  and of its results) made zeros, the cause is the side's flushing of subnormals, whatever the op: one
   signature. Where no probe differs (probing keeps a compiler from a rewrite), the
   class and the op that makes the first differing result;
 - an error or a crash: the side, the error's class (or the signal) and the gist of its
@@ -72,7 +74,7 @@ def run(test="cpu", reference="interpret", *, out, seconds: float = 60, seed: in
          ulp: int | None = None, bitwise: bool = False, reduce_seconds: float = 60,
          run_seconds: float = 30, programs: int | None = None,
          progress: Callable[[Progress], None] | None = None,
-         interrupted_by: tuple = ()) -> Fuzzed:
+         interrupted_by: tuple = (), also=None, also_options=None) -> Fuzzed:
     """Runs programs on `test` and `reference` (backend names or hlogen.differential
     Sides, each with XLA options) for `seconds` (or `programs` programs, whichever ends
     first) and keeps a reduced reproducer of each cause of a difference in the folder
@@ -87,10 +89,16 @@ def run(test="cpu", reference="interpret", *, out, seconds: float = 60, seed: in
     `progress(Progress)` follows it. `interrupted_by` (exception classes, such as
     KeyboardInterrupt) end the run early: what it found so far is saved (summary.json,
     junit.xml, a reduction under way as far as it got) and the exception is in
-    `Fuzzed.interrupted`, for the caller to raise again."""
+    `Fuzzed.interrupted`, for the caller to raise again.
+    `also` (a backend name or Side, under `also_options`): a third side, as compare's;
+    where exact math cannot judge the op where a difference is born (the arbiter's
+    "undetermined"), the three sides run the program and the two that agree name the
+    third wrong in the signature ("cpu wrong (by majority with iree)"; "all three apart
+    (with iree)" where no two agree). It runs only on programs whose sides differ."""
     folder = files.folder(out, "-o", "fuzz writes its findings into a folder", made=True)
     tolerance = Tolerance.chosen(abs, rel, ulp, bitwise)
     sides = Side.of(test, test_options), Side.of(reference, reference_options)
+    third = None if also is None else Side.of(also, also_options)
     options = checked_options(ops, max_rank, max_dim, element_types, depth)
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise InputError(f"fuzz: seed must be a whole number >= 0, got {seed!r}")
@@ -106,12 +114,12 @@ def run(test="cpu", reference="interpret", *, out, seconds: float = 60, seed: in
     folder.mkdir(exist_ok=True)
     known = known_signatures(folder)
     outputs = Outputs(folder)
-    run = Fuzzed(sides[0], sides[1], tolerance, seed)
+    run = Fuzzed(sides[0], sides[1], tolerance, seed, third=third)
     start = time.monotonic()
     found: dict = {}  # signature -> Finding
     try:
         with Children(run_seconds) as children:
-            fuzzer = Triage(sides, tolerance, children, run_seconds)
+            fuzzer = Triage(sides, tolerance, children, run_seconds, third=third)
 
             def tell(**more):
                 if progress is not None:
@@ -171,7 +179,7 @@ def run(test="cpu", reference="interpret", *, out, seconds: float = 60, seed: in
                     try:
                         if not kept(finding, known):
                             save(outputs, finding, reduced[1], None if stopped else sides,
-                                 tolerance)
+                                 tolerance, third)
                     finally:  # (its report's time counted with its reduction's)
                         run.reducing += time.monotonic() - started
                     if stopped is not None:

@@ -26,7 +26,7 @@ from hlogen.differential.origin import probed as probed_values
 from hlogen.differential.near import Tolerance, compare_arrays, flushed_to_zero, subnormal
 from hlogen.differential.origin import find_origin
 from hlogen.errors import HlogenError, InputError, UnsupportedError
-from hlogen.fuzz.findings import Finding, Signature
+from hlogen.fuzz.findings import Finding, Signature, by_majority
 from hlogen.mlir import constant_of
 from hlogen.runtime.execution import prepare_as_compiled
 
@@ -71,8 +71,9 @@ class _Probed:
 
 
 class Triage:
-    def __init__(self, sides, tolerance, children, run_seconds):
+    def __init__(self, sides, tolerance, children, run_seconds, third=None):
         self.sides, self.tolerance = sides, tolerance
+        self.third = third  # a third Side: where exact math cannot judge, the majority does
         self.children, self.run_seconds = children, run_seconds
         self._flushes: dict = {}  # (side, dtype) -> whether it flushes subnormals
         # the signatures a reduction's candidates showed instead of the one kept
@@ -195,7 +196,8 @@ class Triage:
         origin = self.origin(candidate, probed.inputs)
         if origin is not None:
             return Signature("divergence", _class_at(origin), origin.op,
-                             wrong=self.wrong(origin.judgement))
+                             wrong=self.wrong(origin.judgement, candidate, probed.inputs,
+                                              origin.of_result))
         # where the op's results are not floats (a comparison, a conversion to integers),
         # any difference of the floats before it can flip them: the first one is the start
         stepped = T.element_type(np.asarray(probed.values[0][k]).dtype).kind \
@@ -221,8 +223,10 @@ class Triage:
         except (HlogenError, ir.MLIRError):  # (an op origin cannot run alone: no origin,
             return None                      # the triage's own probing names the op)
 
-    def wrong(self, judgement) -> str:
-        """Who exact math finds wrong: "SIDE wrong", "allowed (CLASS)", "undetermined"."""
+    def wrong(self, judgement, candidate=None, inputs=None, of_result: int = 0) -> str:
+        """Who exact math finds wrong: "SIDE wrong", "allowed (CLASS)", "undetermined";
+        where it cannot judge and a third side runs, the majority of the three on
+        `candidate`'s result `of_result` (findings.by_majority)."""
         verdict = None if judgement is None else Verdict(judgement.verdict)
         if verdict == Verdict.TEST_WRONG:
             return f"{self.sides[0].label} wrong"
@@ -230,6 +234,9 @@ class Triage:
             return f"{self.sides[1].label} wrong"
         if verdict == Verdict.ALLOWED:
             return f"allowed ({judgement.allowed_class or 'within the accuracy'})"
+        if self.third is not None and candidate is not None:
+            return by_majority(self.sides, self.third, self.tolerance, candidate, inputs,
+                               of_result, self.children, self.run_seconds)
         return "undetermined"
 
     def _differing(self, probed: _Probed, differs, before: int | None = None):

@@ -9,9 +9,9 @@ import sys
 
 import click
 
-from hlogen_cli import completion, isolation, status
-from hlogen_cli.options import (function_option, input_options, refuse, side_options,
-                                tolerance_options, xla_flag_option)
+from hlogen_cli import isolation, status
+from hlogen_cli.options import (also_options, also_refusals, function_option, input_options,
+                                refuse, side_options, tolerance_options)
 from hlogen_cli.reporting import reports_errors
 
 INPUT_HELP = ("One per parameter, in order, in the forms of `hlogen run --input` (an .npz of "
@@ -46,11 +46,10 @@ def comparison_arguments(command):
               help="Count the differences the spec allows (a finding whose verdict is "
                    "'allowed') as differences too: exit 1 for them. --bitwise implies it "
                    "(every bit counts).")
-@click.option("--also", metavar="BACKEND", shell_complete=completion.backend_names,
-              help="A third side (as --test names it), compared with both: each result's "
-                   "verdict names the odd one out (the side the two others agree against), or "
-                   "says that all three differ.")
-@xla_flag_option("--also-flag", "also_flags", "the third side only (over --xla-flag)")
+@also_options("A third side (as --test names it), compared with both: each result's verdict "
+              "names the odd one out (the side the two others agree against), or says that all "
+              "three differ; where exact math cannot judge a finding, the majority names the "
+              "wrong side.")
 @reports_errors
 def command(file, function_name, sides, inputs, tolerance, iterations, shown, json_path,
             timeout, strict, also, also_flags):
@@ -64,14 +63,15 @@ def command(file, function_name, sides, inputs, tolerance, iterations, shown, js
     the test side's op alone differs) and judged by exact math: its findings. With --also,
     a third side is compared with both, and each result gets a verdict: the odd one out
     (test, reference or third), all three agree, all three differ, or undecided (one
-    agrees with both others, which differ). Exit 1 when a finding is not allowed by the
-    spec (or with --strict or --bitwise, any difference), or when the third side is the
-    odd one out; 0 when not. The test side gets the module as written (as jax gives it to
+    agrees with both others, which differ); a finding exact math cannot judge
+    (undetermined) is judged by that majority, one it judged keeps its verdict (the third
+    side's contradiction said). Exit 1 when a finding is not allowed by the spec (or with
+    --strict or --bitwise, any difference), whoever judged it, or when the third side is
+    the odd one out; 0 when not. The test side gets the module as written (as jax gives it to
     XLA); hlogen's rewrites are the interpreter's. IN: any module hlogen run reads (an
     HloSnapshot runs with its arguments)."""
     inputs = inputs.random_by_default()
-    refuse([(bool(also_flags) and not also, "--also-flag sets options of the third side: "
-             "name it with --also")])
+    refuse(also_refusals(also, also_flags))
     sides = {**sides, "also": also, "also_flags": also_flags}
     refuse(inputs.refusals() + tolerance.refusals() + [
         (iterations > 1 and bool(inputs.specs or inputs.zero),

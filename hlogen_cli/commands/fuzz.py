@@ -10,9 +10,9 @@ import click
 import hlogen as hg
 from hlogen.fuzz import DEFAULT_ELEMENT_TYPES, LARGE_RANGE_SHARE
 from hlogen_cli import completion, status
-from hlogen_cli.options import (SEED_OPTION, output_option, refuse, side_options,
-                                tolerance_options)
-from hlogen_cli.sides import sides_of
+from hlogen_cli.options import (SEED_OPTION, also_options, also_refusals, output_option, refuse,
+                                side_options, tolerance_options)
+from hlogen_cli.sides import sides_of, third_of
 from hlogen_cli.progress import Line
 from hlogen_cli.reporting import Stopped, reports_errors
 
@@ -52,9 +52,14 @@ from hlogen_cli.reporting import Stopped, reports_errors
 @click.option("--run-timeout", type=click.FloatRange(min=0, min_open=True), default=30.0,
               show_default=True, metavar="SECONDS",
               help="Stop one program's compile and run on one side after this long.")
+@also_options("A third side (as --test names it), run on a program whose sides differ where "
+              "exact math cannot judge the op where the difference is born: the two sides that "
+              "agree name the third wrong in the signature (\"cpu wrong (by majority with "
+              "iree)\"), or \"all three apart\".")
 @reports_errors
 def command(sides, seconds, programs, seed, large_range, output, corpus, ops, max_rank,
-            max_dim, depth, element_types, tolerance, reduce_timeout, run_timeout):
+            max_dim, depth, element_types, tolerance, reduce_timeout, run_timeout, also,
+            also_flags):
     """Run random and mutated programs on two backends and keep a reduced reproducer of
     each cause of a difference.
 
@@ -69,15 +74,16 @@ def command(sides, seconds, programs, seed, large_range, output, corpus, ops, ma
     subnormals to zero), an error's side, class and message (numbers aside); a
     difference the spec allows (a sum in another order, the bits of a NaN) is none.
     DIR keeps one reproducer per signature, the command that shows it,
-    summary.json and junit.xml. Exit status 1 when a signature not already in DIR's
-    summary was found, 0 otherwise; Ctrl-C, SIGTERM or SIGHUP write summary.json and
-    junit.xml of what was found so far (a reduction under way as far as it got), then exit
-    130, 143 or 129."""
-    refuse(tolerance.refusals())
+    summary.json and junit.xml. With --also, where exact math cannot judge the op where
+    a divergence is born, a third side's majority names the wrong side. Exit status 1
+    when a signature not already in DIR's summary was found, 0 otherwise; Ctrl-C,
+    SIGTERM or SIGHUP write summary.json and junit.xml of what was found so far (a
+    reduction under way as far as it got), then exit 130, 143 or 129."""
+    refuse(tolerance.refusals() + also_refusals(also, also_flags))
+    sides = {**sides, "also": also, "also_flags": also_flags}
     test, reference = sides_of(sides)
+    third = third_of(sides)
     line = Line()
-
-
     try:
         run = hg.fuzz.run(test, reference, out=output, seconds=seconds, seed=seed or 0,
                       corpus=corpus, ops=ops, max_rank=max_rank, max_dim=max_dim, depth=depth,
@@ -85,6 +91,7 @@ def command(sides, seconds, programs, seed, large_range, output, corpus, ops, ma
                       large_range=large_range, **tolerance.keywords(),
                       reduce_seconds=reduce_timeout, run_seconds=run_timeout,
                       programs=programs, progress=line.show,
+                      also=third,
                       interrupted_by=(Stopped,))  # Ctrl-C, SIGTERM, SIGHUP: what was found is kept
     finally:
         line.clear()
