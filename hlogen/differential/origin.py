@@ -412,13 +412,16 @@ class ProbedRun:
                     got.append(self.values[side][self.index[value]])
                 elif isinstance(value.owner, ir.Block):
                     got.append(self.inputs[ir.BlockArgument(value).arg_number])
-                else:
-                    got.append(mlir.constant_of(value))
+                else:  # (a constant many ops use is decoded once)
+                    if value not in self._constants:
+                        self._constants[value] = mlir.constant_of(value)
+                    got.append(self._constants[value])
             self._operands[key] = None if any(g is None for g in got) else got
         return self._operands[key]
 
     def __post_init__(self):
         self._operands: dict = {}
+        self._constants: dict = {}
 
 
 def probed_run(computation: Computation, inputs, test, reference, runner=None) -> ProbedRun:
