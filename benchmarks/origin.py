@@ -8,6 +8,12 @@ ops it must run alone (here one: the power, given identical operands by the modu
 Timed warm (executables compiled, as a second look at a finding is) with interleaved
 medians, and cold (each in a fresh process with its backends started, compiles
 included: a first look, as `hlogen compare` makes it).
+
+`python benchmarks/origin.py --options`: whether an XLA option cuts the compile of the
+probed module (every intermediate an output) without changing its values: the first call
+(compile and run) of the probed 1,004-op module under each of `OPTIONS`, interleaved, and
+each probed value compared bit for bit with the default compile's, on that module and on
+`FUZZED` random programs of the fuzzer (20 ops, every other one with large-range inputs).
 """
 from __future__ import annotations
 
@@ -67,6 +73,72 @@ def _cold(which: str) -> float:
     return float(done.stdout.split()[-1])
 
 
+OPTIONS = {"default": None,
+           "xla_backend_optimization_level=0": {"xla_backend_optimization_level": 0},
+           "xla_backend_optimization_level=1": {"xla_backend_optimization_level": 1},
+           "xla_llvm_disable_expensive_passes": {"xla_llvm_disable_expensive_passes": True},
+           "both": {"xla_backend_optimization_level": 0,
+                    "xla_llvm_disable_expensive_passes": True}}
+FUZZED = 40
+
+
+def probed_options(repeats: int = 3):
+    """Per option: the median seconds of the probed module's first call, and how many
+    of the probed runs (the 1,004-op module, then the fuzzed programs) gave values other
+    than the default compile's."""
+    from _timing import machine
+
+    from hlogen.differential.comparison import Side
+    from hlogen.differential.inputs import random_inputs
+    from hlogen.differential.origin import _probed  # (find_origin's probed module)
+    from hlogen.fuzz.generators import generate
+    from hlogen.runtime import pjrt
+
+    def first_call(side, module, inputs):
+        pjrt._cache.clear()  # (compiled again: the executables are cached by options too)
+        start = time.perf_counter()
+        values = side.run(side.module(module), inputs)
+        return time.perf_counter() - start, [np.asarray(v) for v in values]
+
+    def same(a, b):
+        return len(a) == len(b) and all(x.dtype == y.dtype and x.shape == y.shape and
+                                        x.tobytes() == y.tobytes() for x, y in zip(a, b))
+
+    sides = {name: Side.of("cpu", options) for name, options in OPTIONS.items()}
+    comp, inputs = thousand_ops()
+    module = _probed(comp, distinct=True)[0]
+    seconds = {name: [] for name in OPTIONS}
+    values = {}
+    for _ in range(repeats):
+        for name, side in sides.items():
+            took, values[name] = first_call(side, module, inputs)
+            seconds[name].append(took)
+    other = {name: int(not same(values["default"], values[name])) for name in OPTIONS}
+    fuzzed = {name: 0.0 for name in OPTIONS}
+    where: dict = {name: [] for name in OPTIONS}
+    for seed in range(FUZZED):
+        program = generate(seed, ops=20)
+        args = random_inputs(program, seed, large_range=bool(seed % 2))
+        module = _probed(program, distinct=True)[0]
+        got = {}
+        for name, side in sides.items():
+            took, got[name] = first_call(side, module, args)
+            fuzzed[name] += took
+        for name in OPTIONS:
+            if not same(got["default"], got[name]):
+                other[name] += 1
+                where[name].append(seed)
+    print(f"## XLA options for the probed module (issue 35; {machine()})\n")
+    print(f"| option | 1,004-op probed module: first call, median of {repeats} | "
+          f"{FUZZED} fuzzed programs' probed modules: first calls | runs whose values "
+          f"differ from the default's (of {FUZZED + 1}) |")
+    print("| --- | --- | --- | --- |")
+    for name in OPTIONS:
+        print(f"| {name} | {sorted(seconds[name])[repeats // 2]:.3f} s | {fuzzed[name]:.2f} s | "
+              f"{other[name]}" + (f" (programs {', '.join(map(str, where[name]))})"
+                                  if where[name] else "") + " |")
+
+
 def main():
     from _timing import interleaved_medians, machine
 
@@ -92,4 +164,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    probed_options() if "--options" in sys.argv[1:] else main()

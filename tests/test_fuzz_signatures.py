@@ -56,6 +56,30 @@ def test_the_signature_is_the_origin_its_class_and_the_wrong_side(children):
         ("stablehlo.power", "integer", "cpu wrong")
 
 
+class _Counting:
+    """Children that note each module they run: (backend, how many results it returns)."""
+
+    def __init__(self, children):
+        self.children, self.ran = children, []
+
+    def run(self, backend, computation, inputs, *args, **kwargs):
+        self.ran.append((backend, len(computation.result_shapes)))
+        return self.children.run(backend, computation, inputs, *args, **kwargs)
+
+
+def test_the_triage_and_the_origin_share_one_probed_run(children):
+    """A program that differs runs its probed module (every value returned: here the
+    power, the add and the subtract, 3 results; the program itself returns 2) once per
+    side: the triage's allowances and flushing and the origin read the same run
+    (origin.probed_run); the origin then runs only the ops it needs alone."""
+    counting = _Counting(children)
+    fuzzer = Triage((Side.of("cpu"), Side.of("interpret")), Tolerance(), counting, 120)
+    interest, signature = fuzzer.observe(hg.load(TWO), GIVEN, 0, False)
+    assert signature.at == "stablehlo.power" and signature.wrong == "cpu wrong"
+    assert sorted(r for r in counting.ran if r[1] >= 3) == [("cpu", 3), ("interpret", 3)]
+    assert sorted(r for r in counting.ran if r[1] == 2) == [("cpu", 2), ("interpret", 2)]
+
+
 def test_a_candidate_of_another_cause_is_not_interesting(children):
     """The program's first cause is power's; a candidate that keeps only the subtract
     still differs, but born elsewhere: the reduction does not take it, and says which

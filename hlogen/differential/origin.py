@@ -28,6 +28,7 @@ judgement, the results it reaches): what `hlogen compare` reports and exits by.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import typing
 
 import numpy as np
@@ -109,58 +110,43 @@ def _amplifiers(amplified_by, ulps: str) -> str:
 
 def find_origin(computation: Computation, inputs, test, reference,
                 tolerance: Tolerance | None = None, of_result: int | None = None,
-                runner=None, strict: bool = False) -> Origin | None:
+                runner=None, strict: bool = False,
+                probed: ProbedRun | None = None) -> Origin | None:
     """The origin of the difference of a result of `computation` between the `test` and
     `reference` sides (hlogen.differential.comparison.Side, or backend names) on `inputs`
     (one array per parameter leaf): result `of_result` of main, or the first that differs
     by `tolerance` (default XLA's Near at 1e-3); None when no result differs. `runner(side,
-    module, inputs)` runs a side (default `Side.run`). The origin's `judgement` is the
-    arbiter's (hlogen.differential.arbiter, `strict` as its), where it judges."""
+    module, inputs)` runs a side (default `Side.run`). `probed`: `computation`'s probed
+    run on these sides and inputs (probed_run), where the caller has made it already: it
+    is not run again. The origin's `judgement` is the arbiter's
+    (hlogen.differential.arbiter, `strict` as its), where it judges."""
     if of_result is None:
         return next(iter(_origins(computation, inputs, test, reference, tolerance, None,
-                                  runner, strict)), None)
+                                  runner, strict, probed)), None)
     return _origins(computation, inputs, test, reference, tolerance, [of_result], runner,
-                    strict)[0]
+                    strict, probed)[0]
 
 
 def _origins(computation, inputs, test, reference, tolerance, of_results, runner,
-             strict) -> list:
+             strict, probed: ProbedRun | None = None) -> list:
     """The origin of each result of main in `of_results` (None: of the first that
-    differs, or none) from one probed run per side."""
+    differs, or none) from one probed run per side (`probed`, or one made here)."""
     if not isinstance(computation, Computation):
         raise HlogenError(f"find_origin takes a Computation, got {type(computation).__name__}")
     tolerance = tolerance or Tolerance()
     sides = Side.of(test), Side.of(reference)
     run = runner or Side.run
-    module, probes, result_at = _probed(computation, distinct=True)
-    inputs = list(inputs)
-    values = [run(side, side.module(module), inputs) for side in sides]
-    results = [(values[0][k], values[1][k]) for k in result_at]
+    if probed is None:
+        probed = probed_run(computation, inputs, sides[0], sides[1], run)
+    probes, values = probed.probes, probed.values
+    results = [(values[0][k], values[1][k]) for k in probed.result_at]
     if of_results is None:
         of_results = [i for i, (a, b) in enumerate(results) if _differs(a, b, tolerance)][:1]
-    block = module.main.regions[0].blocks[0]
+    block = probed.module.main.regions[0].blocks[0]
     terminator = list(block.operations)[-1].operation
     where = computation.source or computation.name
-    index = {p.op.results[p.index]: k for k, p in enumerate(probes)}
-
-    operands_cache: dict = {}
-
-    def operand_values(op, side: int) -> list | None:
-        key = (op, side)
-        if key not in operands_cache:
-            operands_cache[key] = _operands(op, side)
-        return operands_cache[key]
-
-    def _operands(op, side: int) -> list | None:
-        got = []
-        for value in op.operands:
-            if value in index:
-                got.append(values[side][index[value]])
-            elif isinstance(value.owner, ir.Block):
-                got.append(inputs[ir.BlockArgument(value).arg_number])
-            else:
-                got.append(mlir.constant_of(value))
-        return None if any(g is None for g in got) else got
+    index = probed.index
+    operand_values = probed.operands
 
     differs_cache: dict = {}  # probe -> whether its values differ at all
     ulps_cache: dict = {}     # probe -> the ULPs between its values
@@ -186,7 +172,7 @@ def _origins(computation, inputs, test, reference, tolerance, of_results, runner
         return alone_cache
 
     def origin_of(of_result: int) -> Origin | None:
-        needed = _ancestors(block, terminator.operands[result_at[of_result]])
+        needed = _ancestors(block, terminator.operands[probed.result_at[of_result]])
         # the values that differ at all, on the way to the result
         candidates = [k for k, p in enumerate(probes) if p.position in needed
                       and differing_at(k)]
@@ -395,6 +381,60 @@ class Probe(typing.NamedTuple):
     op: ir.Operation  # a top-level op of main (of the probed module)
     index: int        # which of its results
     position: int     # the op's index among main's top-level ops
+
+
+@dataclasses.dataclass
+class ProbedRun:
+    """A module run once per side with every top-level value of main returned (`_probed`,
+    distinct): what find_origin follows a difference along, and what the fuzzer's triage
+    reads the spec's allowances and flushing from (one run serves both)."""
+
+    module: Computation  # the probed copy, as written (its main returns every value)
+    probes: list         # Probe, one per value; the module's first results
+    result_at: list      # where each result of main is among the module's results
+    inputs: list         # one array per parameter leaf
+    values: tuple        # (the test side's results of `module`, the reference's)
+
+    @functools.cached_property
+    def index(self) -> dict:
+        """Probe k of each value a probe returns."""
+        return {p.op.results[p.index]: k for k, p in enumerate(self.probes)}
+
+    def operands(self, op, side: int) -> list | None:
+        """The values of the operands of `op` (a probe's op) as `side` (0: test, 1:
+        reference) computes them; None where one cannot be had (a value no probe
+        returns)."""
+        key = (op, side)
+        if key not in self._operands:
+            got = []
+            for value in op.operands:
+                if value in self.index:
+                    got.append(self.values[side][self.index[value]])
+                elif isinstance(value.owner, ir.Block):
+                    got.append(self.inputs[ir.BlockArgument(value).arg_number])
+                else:  # (a constant many ops use is decoded once)
+                    if value not in self._constants:
+                        self._constants[value] = mlir.constant_of(value)
+                    got.append(self._constants[value])
+            self._operands[key] = None if any(g is None for g in got) else got
+        return self._operands[key]
+
+    def __post_init__(self):
+        self._operands: dict = {}
+        self._constants: dict = {}
+
+
+def probed_run(computation: Computation, inputs, test, reference, runner=None) -> ProbedRun:
+    """`computation` (`probed`'s module of it, distinct) run on `inputs` by the `test` and
+    `reference` sides (Side, or backend names), each once; `runner` as find_origin's."""
+    if not isinstance(computation, Computation):
+        raise HlogenError(f"find_origin takes a Computation, got {type(computation).__name__}")
+    run = runner or Side.run
+    module, probes, result_at = _probed(computation, distinct=True)
+    inputs = list(inputs)
+    values = tuple(run(side, side.module(module), inputs)
+                   for side in (Side.of(test), Side.of(reference)))
+    return ProbedRun(module, probes, result_at, inputs, values)
 
 
 def probed(computation: Computation):

@@ -100,19 +100,16 @@ MAJORITY_WITH, APART = "by majority with", "all three apart"
 
 
 def by_majority(sides: tuple, third: Side, tolerance: Tolerance, candidate, inputs,
-                of_result: int, children, seconds: float) -> str:
+                of_result: int, runner) -> str:
     """A signature's `wrong` where exact math cannot judge the origin (the arbiter's
     "undetermined") and a `third` side runs: the three sides run `candidate` on `inputs`
-    (in `children`, each run bounded by `seconds`), and result `of_result`'s verdict
+    (`runner(side, module, inputs)`: the triage's children), and result `of_result`'s verdict
     (hlogen.differential.comparison.three_way) names the side the two others agree
     against: "cpu wrong (by majority with iree)"; "all three apart (with iree)" where no
     two agree; "undetermined" where one agrees with both others, or a side fails."""
-    def run(side, module, args):
-        return children.run(side.backend, module, args, side.xla_options, seconds)
-
     try:
         verdicts = compare(candidate, inputs, *sides, tolerance=tolerance, also=third,
-                           runner=run).verdicts
+                           runner=runner).verdicts
     except HlogenError:
         return "undetermined"
     verdict = verdicts[of_result] if of_result < len(verdicts) else UNDECIDED

@@ -22,9 +22,8 @@ from hlogen.differential.interests import (Divergence, Failure, Inputs, Interest
                                            difference_class, message_gist, message_pattern,
                                            reduce_with)
 from hlogen.differential.isolated import Died
-from hlogen.differential.origin import probed as probed_values
 from hlogen.differential.near import Tolerance, compare_arrays, flushed_to_zero, subnormal
-from hlogen.differential.origin import find_origin
+from hlogen.differential.origin import ProbedRun, find_origin, probed_run
 from hlogen.errors import HlogenError, InputError, UnsupportedError
 from hlogen.fuzz.findings import Finding, Signature, by_majority
 from hlogen.mlir import constant_of
@@ -43,31 +42,33 @@ _TINY = 3  # ops of a module that a signature may name together
 
 @dataclasses.dataclass
 class _Probed:
-    """A candidate whose every top-level value of main ran on both sides: the probes
-    (op, result index, position: origin.probed's), the op of the module as written
-    that each is of, and each side's values (one per probe, then main's results)."""
+    """A candidate's probed run (origin.ProbedRun: every top-level value of main on both
+    sides, one run that the origin follows too), and the op of main as written that each
+    probe is of (for an op of a called function, the call)."""
 
-    module: Computation  # legalized, every value returned (it holds the probes' ops)
-    probes: list
+    run: ProbedRun
     written: list
-    values: tuple        # (test's, reference's)
-    inputs: list
+
+    @property
+    def module(self) -> Computation:  # as written, every value returned
+        return self.run.module
+
+    @property
+    def probes(self) -> list:  # origin.Probe: op, result index, position
+        return self.run.probes
+
+    @property
+    def values(self) -> tuple:  # (test's, reference's): one per probe, then main's results
+        return self.run.values
+
+    @property
+    def inputs(self) -> list:
+        return self.run.inputs
 
     def operands(self, k: int, side: int) -> list | None:
         """The values of probe k's op's operands as `side` (0: test, 1: reference)
         computes them; None where one cannot be had (a value no probe returns)."""
-        op = self.probes[k][0]
-        where = {p[0].results[p[1]]: j for j, p in enumerate(self.probes[:k])}
-        operands = []
-        for value in op.operands:
-            if value in where:
-                operands.append(self.values[side][where[value]])
-            elif isinstance(value.owner, ir.Block) and \
-                    value.owner == self.module.main.regions[0].blocks[0]:
-                operands.append(self.inputs[ir.BlockArgument(value).arg_number])
-            else:
-                operands.append(constant_of(value))
-        return None if any(o is None for o in operands) else operands
+        return self.run.operands(self.probes[k].op, side)
 
 
 class Triage:
@@ -125,18 +126,15 @@ class Triage:
                 written.append(op.operation.name)
                 op.operation.location = ir.Location.name(f"{_WRITTEN}{i}",
                                                          childLoc=op.operation.location)
-        module, probes = probed_values(tagged)
         try:
-            values = tuple(self.children.run(side.backend, side.module(module), inputs,
-                                             side.xla_options, self.run_seconds)
-                           for side in self.sides)
+            run = probed_run(tagged, inputs, *self.sides, runner=self._run)
         except HlogenError:
             return None
         names = []
-        for op, _, _ in probes:  # (a decomposed op keeps the location of the op written)
+        for op, _, _ in run.probes:  # (an op of a called function: the call's tag)
             tag = re.search(rf'"{re.escape(_WRITTEN)}(\d+)"', str(op.location))
             names.append(written[int(tag.group(1))] if tag else op.name)
-        return _Probed(module, probes, names, values, list(inputs))
+        return _Probed(run, names)
 
     def keeps(self, signature: Signature, candidate: Computation, inputs,
               comparison: Comparison) -> bool:
@@ -193,7 +191,7 @@ class Triage:
         if flushing is not None:
             return Signature("divergence", "subnormal",
                              gist=f"{flushing.label} flushes subnormals to zero")
-        origin = self.origin(candidate, probed.inputs)
+        origin = self.origin(candidate, probed.inputs, probed)
         if origin is not None:
             return Signature("divergence", _class_at(origin), origin.op,
                              wrong=self.wrong(origin.judgement, candidate, probed.inputs,
@@ -212,16 +210,20 @@ class Triage:
                          class_of(report.first[0].actual, report.first[0].expected),
                          probed.written[k])
 
-    def origin(self, candidate: Computation, inputs: list):
+    def origin(self, candidate: Computation, inputs: list, probed: _Probed | None = None):
         """Where the difference of `candidate` is born, with the arbiter's judgement there
-        (hlogen.differential.origin); None where it finds none."""
-        def run(side, module, args):
-            return self.children.run(side.backend, module, args, side.xla_options,
-                                     self.run_seconds)
+        (hlogen.differential.origin), from `probed` (the triage's probed run of it) where
+        given; None where it finds none."""
         try:
-            return find_origin(candidate, inputs, *self.sides, self.tolerance, runner=run)
+            return find_origin(candidate, inputs, *self.sides, self.tolerance, runner=self._run,
+                               probed=None if probed is None else probed.run)
         except (HlogenError, ir.MLIRError):  # (an op origin cannot run alone: no origin,
             return None                      # the triage's own probing names the op)
+
+    def _run(self, side: Side, module: Computation, inputs) -> list:
+        """`module` (the side's form of it) on `side`, in the triage's child process."""
+        return self.children.run(side.backend, module, inputs, side.xla_options,
+                                 self.run_seconds)
 
     def wrong(self, judgement, candidate=None, inputs=None, of_result: int = 0) -> str:
         """Who exact math finds wrong: "SIDE wrong", "allowed (CLASS)", "undetermined";
@@ -236,7 +238,7 @@ class Triage:
             return f"allowed ({judgement.allowed_class or 'within the accuracy'})"
         if self.third is not None and candidate is not None:
             return by_majority(self.sides, self.third, self.tolerance, candidate, inputs,
-                               of_result, self.children, self.run_seconds)
+                               of_result, self._run)
         return "undetermined"
 
     def _differing(self, probed: _Probed, differs, before: int | None = None):
@@ -275,8 +277,7 @@ class Triage:
                 with mlir.context(), ir.Location.unknown():
                     alone = Computation(op_alone(op, parameters=True))
                 try:
-                    raw, value = (self.children.run(side.backend, side.module(alone), given,
-                                                    side.xla_options, self.run_seconds)[index]
+                    raw, value = (self._run(side, side.module(alone), given)[index]
                                   for given in (operands, [flushed_to_zero(x) for x in operands]))
                 except HlogenError:
                     continue
@@ -309,9 +310,8 @@ class Triage:
             return False
         side = self.sides[1 - this]
         try:
-            values = self.children.run(side.backend, side.module(module),
-                                       [flushed_to_zero(x) for x in probed.inputs],
-                                       side.xla_options, self.run_seconds)
+            values = self._run(side, side.module(module),
+                               [flushed_to_zero(x) for x in probed.inputs])
         except HlogenError:
             return False
         return self.differs(probed.values[this][k], values[k]) is None
@@ -329,9 +329,7 @@ class Triage:
             comp = b.build(ops.mul(b.parameter(shape, "x"), b.parameter(shape, "y")))
             tiny = np.array(ml_dtypes.finfo(dtype).smallest_subnormal, dtype)
             try:
-                (got,) = self.children.run(chosen.backend, chosen.module(comp),
-                                           [tiny, np.ones((), dtype)], chosen.xla_options,
-                                           self.run_seconds)
+                (got,) = self._run(chosen, chosen.module(comp), [tiny, np.ones((), dtype)])
                 self._flushes[key] = bool(np.asarray(got) == 0)
             except HlogenError:
                 self._flushes[key] = False
