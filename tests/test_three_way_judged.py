@@ -176,3 +176,13 @@ def test_iree_judges_where_exact_math_cannot(tmp_path, children):
            "agree against it" in found.output
     assert signature_of(children, LOOP, [X], Side.of("iree")) == \
         "divergence at stablehlo.while (value): cpu wrong (by majority with iree)"
+
+
+def test_options_of_a_third_side_without_one_are_refused(tmp_path):
+    b = hg.Builder("neg")
+    comp = b.build(hg.ops.neg(b.parameter(hg.f32[2], "x")))
+    with pytest.raises(hg.InputError, match="also_options=.* without also"):
+        differential.compare(comp, [np.ones(2, np.float32)], also_options=["xla_disable_hlo_passes=algsimp"])
+    with pytest.raises(hg.InputError, match="fuzz: also_options=.* without also"):
+        hg.fuzz.run("cpu", "interpret", out=tmp_path / "f", programs=1,
+                    also_options=["xla_disable_hlo_passes=algsimp"])

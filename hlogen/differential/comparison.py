@@ -222,6 +222,17 @@ def three_way(test_vs_reference: ResultReport, against_test: ResultReport,
     return ThreeWay(against_test, against_reference, ODD_ONE_OUT.get(key, UNDECIDED))
 
 
+def third_side(also, also_options, command: str) -> "Side | None":
+    """The third side of `also` under `also_options` (None without `also`); options for a
+    third side nobody asked for are a mistake, not ignored."""
+    if also is None:
+        if also_options:
+            raise InputError(f"{command}: also_options={also_options!r} without also: the XLA "
+                             f"options of a third side need the third side (also=BACKEND)")
+        return None
+    return Side.of(also, also_options)
+
+
 def majority(verdicts) -> str:
     """One verdict for the results a difference reaches: theirs where they all have the
     same, else UNDECIDED (the results do not name one odd one out together)."""
@@ -466,7 +477,7 @@ def compare(computation: Computation, inputs=None, test=backends.CPU.name,
     """
     tolerance = Tolerance.chosen(abs, rel, ulp, bitwise) if tolerance is None else tolerance
     sides = Side.of(test, test_options), Side.of(reference, reference_options)
-    third = None if also is None else Side.of(also, also_options)
+    third = third_side(also, also_options, "compare")
     if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
         raise InputError(f"iterations must be a whole number >= 1, got {iterations!r}")
     if inputs is not None and iterations > 1:

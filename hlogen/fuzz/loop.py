@@ -51,7 +51,7 @@ import time
 from typing import Callable
 
 from hlogen import files
-from hlogen.differential.comparison import Side
+from hlogen.differential.comparison import Side, third_side
 from hlogen.differential.isolated import Children
 from hlogen.differential.near import Tolerance
 from hlogen.errors import InputError
@@ -98,7 +98,7 @@ def run(test="cpu", reference="interpret", *, out, seconds: float = 60, seed: in
     folder = files.folder(out, "-o", "fuzz writes its findings into a folder", made=True)
     tolerance = Tolerance.chosen(abs, rel, ulp, bitwise)
     sides = Side.of(test, test_options), Side.of(reference, reference_options)
-    third = None if also is None else Side.of(also, also_options)
+    third = third_side(also, also_options, "fuzz")
     options = checked_options(ops, max_rank, max_dim, element_types, depth)
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise InputError(f"fuzz: seed must be a whole number >= 0, got {seed!r}")
