@@ -189,3 +189,31 @@ def test_a_module_xla_cannot_compile_as_written_runs_in_hlogen_form_and_says_so(
     assert said.endswith("it ran hlogen's form, where chlo.ragged_dot expanded into StableHLO "
                          "ops (legalize)")
     assert f"note: the test side: {said}" in found.text()
+
+
+# XLA's constant folder's count_leading_zeros of negative s8 constants (-56; exact 0), used
+# by a case whose branches return it from main directly (their regions capture it)
+CLZ_IN_CASE = """func.func @main() -> tensor<3xi8> {
+  %c = stablehlo.constant dense<[4, -8, -6]> : tensor<3xi8>
+  %0 = stablehlo.count_leading_zeros %c : tensor<3xi8>
+  %i = stablehlo.constant dense<0> : tensor<i32>
+  %1 = "stablehlo.case"(%i) ({
+    stablehlo.return %0 : tensor<3xi8>
+  }, {
+    stablehlo.return %0 : tensor<3xi8>
+  }) : (tensor<i32>) -> tensor<3xi8>
+  return %1 : tensor<3xi8>
+}
+"""
+
+
+def test_an_op_whose_regions_use_a_differing_value_only_passes_it_on():
+    """A case (or while) whose body uses a value of main is not run alone (the value is an
+    input it does not take as an operand: the module of it alone would not verify), and is
+    not where a difference of that value is born: it amplifies it."""
+    comp = loading.load_bytes(CLZ_IN_CASE.encode(), "clz.mlir")
+    origin = find_origin(comp, [], "cpu", "interpret")
+    assert (origin.op, origin.line, origin.in_context) == ("stablehlo.count_leading_zeros", 3, True)
+    assert origin.test.tolist() == [5, -56, -56] and origin.reference.tolist() == [5, 0, 0]
+    assert origin.judgement.verdict == "test wrong"
+    assert [(a.op, a.ulps_in, a.ulps_out) for a in origin.amplified_by] == [("stablehlo.case", 56, 56)]

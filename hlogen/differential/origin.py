@@ -187,6 +187,8 @@ def _origins(computation, inputs, test, reference, tolerance, of_results, runner
             op = probes[k].op
             if operand_values(op, 1) is None:
                 return False, False
+            if any(v in index and differing_at(index[v]) for v in _captured(op)):
+                return False, False  # (its regions use a value that differs: not born here)
             ins = [index[v] for v in op.operands if v in index and differing_at(index[v])]
             a, b = np.asarray(values[0][k]), np.asarray(values[1][k])
             if ins:
@@ -246,7 +248,8 @@ def _origins(computation, inputs, test, reference, tolerance, of_results, runner
                 continue
             op = probes[k].op
             # (parameters and constants are the same on both sides)
-            ulps_in = max((ulps_at(index[v]) for v in op.operands if v in index), default=0.0)
+            ulps_in = max((ulps_at(index[v]) for v in [*op.operands, *_captured(op)]
+                           if v in index), default=0.0)
             amplified.append(Amplification(op.name, _line(op, computation.source), ulps_in,
                                            ulps_at(k)))
         found = Origin(op=probe.op.name, line=_line(probe.op, computation.source),
@@ -512,6 +515,24 @@ def _ancestors(block, value) -> set:
     return seen
 
 
+def _captured(op) -> list:
+    """The values the ops in `op`'s regions use that are defined outside `op` (a case or
+    while body may use main's values directly: inputs of `op` beside its operands)."""
+    inside, used = set(), []
+
+    def walk(holder):
+        for region in holder.regions:
+            for block in region.blocks:
+                inside.update(block.arguments)
+                for inner in block.operations:
+                    inner = inner.operation
+                    inside.update(inner.results)
+                    used.extend(inner.operands)
+                    walk(inner)
+    walk(op)
+    return [v for v in used if v not in inside]
+
+
 def _nested(op):
     """The ops inside `op`'s regions."""
     for region in op.regions:
@@ -528,19 +549,21 @@ def _alone_values(side, run, ops: list, operands: list) -> list:
     """Each op's results run alone on `side` with `operands` (the reference's values),
     all in one module; None for an op whose operands are not known or that cannot run
     alone (one by one where the module of all cannot)."""
-    todo = [j for j, given in enumerate(operands) if given is not None]
+    # (an op whose regions use values from outside it has more inputs than its operands:
+    # not run alone)
+    todo = [j for j, given in enumerate(operands) if given is not None and not _captured(ops[j])]
     found: list = [None] * len(ops)
     if not todo:
         return found
     try:
         batch = _alone_batch([ops[j] for j in todo])
         flat = run(side, side.module(batch), [a for j in todo for a in operands[j]])
-    except HlogenError:
+    except (HlogenError, ir.MLIRError):
         for j in todo:  # one by one: an op that cannot run alone loses only itself
             try:
                 one = _alone_batch([ops[j]])
                 found[j] = run(side, side.module(one), list(operands[j]))
-            except HlogenError:
+            except (HlogenError, ir.MLIRError):
                 pass
         return found
     at = 0
