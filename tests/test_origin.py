@@ -217,3 +217,75 @@ def test_an_op_whose_regions_use_a_differing_value_only_passes_it_on():
     assert origin.test.tolist() == [5, -56, -56] and origin.reference.tolist() == [5, 0, 0]
     assert origin.judgement.verdict == "test wrong"
     assert [(a.op, a.ulps_in, a.ulps_out) for a in origin.amplified_by] == [("stablehlo.case", 56, 56)]
+
+
+# a sort in total order (the bits of each key, as jax's sort of floats writes it): it shows
+# the bits of its keys, which the spec leaves open where they are a NaN's or a zero's sign
+TOTAL_ORDER_SORT = """func.func @main(%x: tensor<2xf32>) -> tensor<2xf32> {
+  %0 = {KEYS}
+  %1 = "stablehlo.sort"(%0) <{dimension = 0 : i64}> ({
+  ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+    %2 = stablehlo.bitcast_convert %a : (tensor<f32>) -> tensor<i32>
+    %c = stablehlo.constant dense<31> : tensor<i32>
+    %3 = stablehlo.shift_right_arithmetic %2, %c : tensor<i32>
+    %c_0 = stablehlo.constant dense<1> : tensor<i32>
+    %4 = stablehlo.shift_right_logical %3, %c_0 : tensor<i32>
+    %5 = stablehlo.xor %2, %4 : tensor<i32>
+    %6 = stablehlo.bitcast_convert %b : (tensor<f32>) -> tensor<i32>
+    %7 = stablehlo.shift_right_arithmetic %6, %c : tensor<i32>
+    %8 = stablehlo.shift_right_logical %7, %c_0 : tensor<i32>
+    %9 = stablehlo.xor %6, %8 : tensor<i32>
+    %10 = stablehlo.compare LT, %5, %9 : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    stablehlo.return %10 : tensor<i1>
+  }) : (tensor<2xf32>) -> tensor<2xf32>
+  return %1 : tensor<2xf32>
+}
+"""
+
+
+def test_bits_the_spec_leaves_open_shown_by_a_sort_are_allowed_where_they_were_made():
+    """log of a negative number is a NaN whose sign XLA CPU and the interpreter choose
+    differently; the sort in total order puts it first on one side, last on the other.
+    The sort agrees alone: its inputs differ only in a NaN's sign, which log made."""
+    text = TOTAL_ORDER_SORT.replace("{KEYS}", "stablehlo.log %x : tensor<2xf32>")
+    comp = loading.load_bytes(text.encode(), "sort.mlir")
+    x = np.float32([1002.7205, -3.1e-28])
+    cpu = compile_for(as_written(comp), backend="cpu")(x)
+    reference = compile_for(comp, backend="interpret")(x)
+    assert cpu.tobytes() != reference.tobytes()  # (the NaN first on one side, last on the other)
+    origin = find_origin(comp, [x], "cpu", "interpret")
+    assert (origin.op, origin.in_context) == ("stablehlo.sort", True)
+    judged = origin.judgement
+    assert (judged.verdict.value, judged.allowed_class) == ("allowed", "nan-sign-payload")
+    assert "made by stablehlo.log (line 2)" in judged.reason
+    strict = find_origin(comp, [x], "cpu", "interpret", strict=True).judgement
+    assert (strict.verdict.value, strict.allowed_class) == ("undetermined", None)
+
+
+# a stable sort of zeros by their bits, carrying their positions: XLA CPU's dot without a
+# contraction gives -3 * 0 = -0, the interpreter's sum from +0 gives +0
+ZERO_KEYS = """func.func @main(%x: tensor<3xf32>) -> tensor<3xi32> {
+  %z = stablehlo.constant dense<0.0> : tensor<1xf32>
+  %d = stablehlo.dot_general %x, %z, contracting_dims = [] x [] : (tensor<3xf32>, tensor<1xf32>) -> tensor<3x1xf32>
+  %k = stablehlo.reshape %d : (tensor<3x1xf32>) -> tensor<3xf32>
+  %i = stablehlo.iota dim = 0 : tensor<3xi32>
+  %s:2 = "stablehlo.sort"(%k, %i) <{dimension = 0 : i64, is_stable = true}> ({
+  ^bb0(%a: tensor<f32>, %b: tensor<f32>, %p: tensor<i32>, %q: tensor<i32>):
+    %2 = stablehlo.bitcast_convert %a : (tensor<f32>) -> tensor<i32>
+    %6 = stablehlo.bitcast_convert %b : (tensor<f32>) -> tensor<i32>
+    %10 = stablehlo.compare LT, %2, %6, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    stablehlo.return %10 : tensor<i1>
+  }) : (tensor<3xf32>, tensor<3xi32>) -> (tensor<3xf32>, tensor<3xi32>)
+  return %s#1 : tensor<3xi32>
+}
+"""
+
+
+def test_the_sign_of_a_zero_a_sort_shows_is_allowed_where_it_was_made():
+    comp = loading.load_bytes(ZERO_KEYS.encode(), "zeros.mlir")
+    origin = find_origin(comp, [np.float32([2.0, -3.0, 5.0])], "cpu", "interpret")
+    assert (origin.op, origin.test.tolist(), origin.reference.tolist()) == \
+        ("stablehlo.sort", [1, 0, 2], [0, 1, 2])
+    judged = origin.judgement
+    assert (judged.verdict.value, judged.allowed_class) == ("allowed", "zero-sign")
+    assert "made by stablehlo.dot_general (line 3)" in judged.reason  # (not the reshape after it)

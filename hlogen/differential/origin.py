@@ -260,7 +260,9 @@ def _origins(computation, inputs, test, reference, tolerance, of_results, runner
                        amplified_by=tuple(amplified), in_context=in_context, of_result=of_result)
         key = (found.position, found.result)  # judged once, whichever result it reaches
         if key not in judgements:
-            judgements[key] = judge(found, strict)
+            revealed = in_context and _revealed(probe.op, index, values, computation.source)
+            judgements[key] = _allowed_bits(probe.op, *revealed, strict) if revealed else \
+                judge(found, strict)
         return dataclasses.replace(found, judgement=judgements[key])
 
     return [origin_of(i) for i in of_results]
@@ -272,6 +274,47 @@ def judge(origin: Origin, strict: bool = False):
     math of the op on the operands both sides were given)."""
     return arbiter.arbitrate(origin.alone, origin.operands, origin.test, origin.reference,
                              result=origin.result, strict=strict)
+
+
+def _revealed(op, index: dict, values, source: str | None) -> tuple | None:
+    """Where `op`'s inputs (operands, values its regions use) agree between the sides but
+    for bits the spec leaves open, the sign of zeros or NaNs' sign and payload (which
+    differing_at does not count): (the class, the op that made them, its line); else
+    None. A bitcast or a sort in total order shows those bits: the op did not make them."""
+    def apart(value) -> bool:  # (a probe's values: equal, but not to the bit)
+        if value not in index:
+            return False
+        a, b = (np.asarray(v[index[value]]) for v in values)
+        return a.tobytes() != b.tobytes() and _same(a, b)
+
+    value = next((v for v in [*op.operands, *_captured(op)] if apart(v)), None)
+    if value is None:
+        return None
+    a, b = (np.asarray(v[index[value]]) for v in values)
+    bits = a.view(f"u{a.dtype.itemsize}") != b.view(f"u{b.dtype.itemsize}")
+    with np.errstate(invalid="ignore"):
+        nan = np.isnan(np.asarray(a, np.complex128 if a.dtype.kind == "c" else np.float64))
+    made = value.owner.operation
+    while True:  # back to the op whose inputs agree to the bit: where the bits were made
+        earlier = next((v for v in [*made.operands, *_captured(made)] if apart(v)), None)
+        if earlier is None:
+            break
+        made = earlier.owner.operation
+    return ("nan-sign-payload" if (bits & nan).any() else "zero-sign", made.name,
+            _line(made, source))
+
+
+def _allowed_bits(op, allowed_class: str, made_by: str, line, strict: bool):
+    """The judgement of an op that only shows bits its inputs differ in (_revealed)."""
+    where = made_by if line is None else f"{made_by} (line {line})"
+    what = {"zero-sign": "the sign of zeros", "nan-sign-payload": "NaNs' sign and payload"}
+    reason = (f"{op.name} agrees alone given the reference's inputs; in its module its inputs "
+              f"differ only in {what[allowed_class]}, made by {where}, which the spec leaves "
+              f"open ({allowed_class}), and {op.name} shows those bits")
+    return arbiter.Judgement(arbiter.Verdict.UNDETERMINED if strict else arbiter.Verdict.ALLOWED,
+                             {"test": None, "reference": None}, [], [],
+                             reason + (": strict counts it" if strict else ""),
+                             None if strict else allowed_class)
 
 
 UNDETERMINED = "undetermined"
