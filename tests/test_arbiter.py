@@ -527,3 +527,29 @@ def test_each_result_of_a_sort_is_judged_by_its_own_values():
     swapped = reference[[1, 0, 2, 3]]
     judgement = arbitrate(alone, [keys, values], swapped, reference, result=1)
     assert judgement.verdict is Verdict.TEST_WRONG and judgement.exact == ["20", "40"]
+
+
+def test_a_side_off_by_more_than_an_ulp_is_wrong_where_the_other_only_rounds_otherwise():
+    """Each side outside sqrt's bound (correctly rounded) on a different element: the
+    test side 3 ULPs off at [0] (another value), the reference the other neighbour of the
+    exact value at [1] (less than one ULP off: a rounding). The test side is wrong."""
+    x = np.float32([2.0, 3.0])
+    mpmath.mp.prec = 200
+    exact = [mpmath.sqrt(mpmath.mpf(float(v))) for v in x]
+    rounded = np.float32([float(e) for e in exact])  # correctly rounded (to nearest)
+    other = np.float32(np.nextafter(rounded[1], np.float32(np.inf if rounded[1] < exact[1]
+                                                           else -np.inf)))
+    test = np.float32([np.nextafter(np.nextafter(np.nextafter(rounded[0], np.float32(9)),
+                                                 np.float32(9)), np.float32(9)), rounded[1]])
+    reference = np.float32([rounded[0], other])
+    assert 2.5 < ulps_of(test[0], exact[0], np.float32) < 3.5
+    assert 0.5 < ulps_of(reference[1], exact[1], np.float32) < 1
+    judged = arbitrate(single_op(ops.sqrt, hg.f32[2]), [x], test, reference)
+    assert judged.verdict is Verdict.TEST_WRONG, judged.reason
+    assert "outside the bound too, by less than one ULP" in judged.reason
+    # both more than an ULP off: nobody can be named
+    reference = np.float32([rounded[0], np.nextafter(other, np.float32(9) if other > exact[1]
+                                                     else np.float32(-9))])
+    assert ulps_of(reference[1], exact[1], np.float32) > 1
+    judged = arbitrate(single_op(ops.sqrt, hg.f32[2]), [x], test, reference)
+    assert judged.verdict is Verdict.UNDETERMINED, judged.reason

@@ -160,6 +160,9 @@ def _unequal(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 # -- judging the differing elements ---------------------------------------------------------------
 
+_OTHER = {"test": "reference", "reference": "test"}
+
+
 def _judge(name, model, flat, count, test, reference, dtype, strict, bound) -> Judgement:
     k = exact.kind(dtype)
     errors = {"test": [], "reference": []}
@@ -196,16 +199,25 @@ def _judge(name, model, flat, count, test, reference, dtype, strict, bound) -> J
     judged = f"{len(flat)} of {count} differing elements" if count > len(flat) else \
         f"{count} differing element{'s' * (count > 1)}"
     common = dict(ulps=ulps, exact=shown, elements=elements)
+    also = ""
     if bad["test"] and bad["reference"]:
-        return Judgement(Verdict.UNDETERMINED, reason=f"both sides are outside {name}'s accuracy "
-                         f"({_bound_text(bound, k)}) on {judged}", **common)
+        # a side off by less than one ULP rounds differently; one off by more (an infinity
+        # for a NaN, a wrong value) computes something else: that one is wrong
+        wrong = [side for side in bad if k == T.FLOAT and ulps[side] is not None and
+                 ulps[side] >= 1 and ulps[_OTHER[side]] is not None and ulps[_OTHER[side]] < 1]
+        if not wrong:
+            return Judgement(Verdict.UNDETERMINED, reason=f"both sides are outside {name}'s "
+                             f"accuracy ({_bound_text(bound, k)}) on {judged}", **common)
+        bad[_OTHER[wrong[0]]] = []
+        also = (f"; the {_OTHER[wrong[0]]} side is outside the bound too, by less than one "
+                f"ULP (it rounds otherwise)")
     for side, verdict in (("test", Verdict.TEST_WRONG), ("reference", Verdict.REFERENCE_WRONG)):
         if bad[side]:
-            other = "reference" if side == "test" else "test"
+            other = _OTHER[side]
             return Judgement(verdict, reason=(
                 f"{name}'s {side} side is {_ulps_text(ulps[side], k)} from the exact answer at "
                 f"{list(bad[side][0])} ({limits[bad[side][0]]}), the {other} side "
-                f"{_ulps_text(ulps[other], k)}"), **common)
+                f"{_ulps_text(ulps[other], k)}{also}"), **common)
     cls = _chief(classes)
     described = allowed.OPEN_CLASSES[cls]
     if strict and cls != "within-accuracy":
