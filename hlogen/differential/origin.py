@@ -431,8 +431,8 @@ class Probe(typing.NamedTuple):
 
 @dataclasses.dataclass
 class ProbedRun:
-    """A module run once per side with every top-level value of main returned (`_probed`,
-    distinct): what find_origin follows a difference along, and what the fuzzer's triage
+    """A module run once per side with every top-level value of main returned (`probed`):
+    what find_origin follows a difference along, and what the fuzzer's triage
     reads the spec's allowances and flushing from (one run serves both)."""
 
     module: Computation  # the probed copy, as written (its main returns every value)
@@ -471,12 +471,12 @@ class ProbedRun:
 
 
 def probed_run(computation: Computation, inputs, test, reference, runner=None) -> ProbedRun:
-    """`computation` (`probed`'s module of it, distinct) run on `inputs` by the `test` and
+    """`computation` (`probed`'s module of it) run on `inputs` by the `test` and
     `reference` sides (Side, or backend names), each once; `runner` as find_origin's."""
     if not isinstance(computation, Computation):
         raise HlogenError(f"find_origin takes a Computation, got {type(computation).__name__}")
     run = runner or Side.run
-    module, probes, result_at = _probed(computation, distinct=True)
+    module, probes, result_at = probed(computation)
     inputs = list(inputs)
     values = tuple(run(side, side.module(module), inputs)
                    for side in (Side.of(test), Side.of(reference)))
@@ -485,15 +485,10 @@ def probed_run(computation: Computation, inputs, test, reference, runner=None) -
 
 def probed(computation: Computation):
     """A copy of `computation`, as written, whose main returns every top-level intermediate
-    tensor (then its own results), and the probes (Probe: op, result index, position)."""
-    module, probes, _ = _probed(computation, distinct=False)
-    return module, probes
-
-
-def _probed(computation: Computation, distinct: bool):
-    """probed's module and probes, and where each result of main is among its results;
-    `distinct`: a result that is a probe's value is not returned twice (XLA without its
-    HLO passes aborts on a buffer returned twice: "Unexpected duplicate")."""
+    tensor, then those of its own results that are not one of them (XLA without its HLO
+    passes aborts on a buffer returned twice: "Unexpected duplicate"); the probes (Probe:
+    op, result index, position, one per value returned first); and where each result of
+    main is among the copy's results."""
     copy = computation.clone()
     main = copy.main
     block = main.regions[0].blocks[0]
@@ -511,10 +506,10 @@ def _probed(computation: Computation, distinct: bool):
     terminator = list(block.operations)[-1].operation
     originals = list(terminator.operands)
     at = {v: k for k, v in enumerate(values)}
-    extra = [v for v in originals if not (distinct and v in at)]
+    extra = [v for v in originals if v not in at]
     result_at, more = [], len(values)
     for v in originals:
-        if distinct and v in at:
+        if v in at:
             result_at.append(at[v])
         else:
             result_at.append(more)
